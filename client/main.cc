@@ -1,0 +1,131 @@
+// tandem: the user's command. Subcommands:
+//   tandem run --model PATH (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE) ...
+//   tandem tokenize --model PATH [--decode]
+//
+// Thread model: the main thread parses flags and runs the scheduler loop; the
+// model's thread pool (--threads, default every core) runs each forward.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/run_command.h"
+#include "client/tokenize_command.h"
+
+ABSL_FLAG(std::string, model, "", "Path of the GGUF model");
+ABSL_FLAG(std::string, prompt, "", "Prompt text (special-token strings are parsed)");
+ABSL_FLAG(std::string, chat, "", "A user message, wrapped in the model's chat template");
+ABSL_FLAG(std::string, prompt_ids, "", "Prompt as comma-separated token ids");
+ABSL_FLAG(std::string, requests, "", "JSONL file: one request per line (run); --json output");
+ABSL_FLAG(int32_t, max_tokens, 256, "Maximum new tokens per sequence");
+ABSL_FLAG(int32_t, min_tokens, 0, "Minimum new tokens (EOS masked until reached)");
+ABSL_FLAG(double, temperature, 1.0, "Sampling temperature; 0 = greedy");
+ABSL_FLAG(int32_t, top_k, 0, "Top-k; 0 = off");
+ABSL_FLAG(double, top_p, 1.0, "Top-p (nucleus), in (0, 1]");
+ABSL_FLAG(double, min_p, 0.0, "Min-p, in [0, 1]");
+ABSL_FLAG(double, repetition_penalty, 1.0, "Repetition penalty (> 0; 1 = off)");
+ABSL_FLAG(double, presence_penalty, 0.0, "Presence penalty in [-2, 2]");
+ABSL_FLAG(double, frequency_penalty, 0.0, "Frequency penalty in [-2, 2]");
+ABSL_FLAG(int64_t, seed, -1, "Random seed (-1: random)");
+ABSL_FLAG(int32_t, n, 1, "Completions per prompt");
+ABSL_FLAG(int32_t, top_logprobs, 0, "Return the top-K logprobs per generated position");
+ABSL_FLAG(std::vector<std::string>, stop, {}, "Stop strings (comma-separated)");
+ABSL_FLAG(bool, ignore_eos, false, "Keep generating after EOS");
+ABSL_FLAG(bool, json, false, "Print one JSON object per returned sequence");
+ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
+ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
+ABSL_FLAG(int64_t, kv_cache_bytes, 512ll << 20, "KV cache capacity in bytes");
+ABSL_FLAG(int32_t, kv_blocks, 0, "KV cache capacity in blocks (overrides --kv-cache-bytes)");
+ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
+ABSL_FLAG(int32_t, max_batched_tokens, 1024, "Token budget of one scheduler step");
+ABSL_FLAG(int32_t, max_seqs, 256, "Sequences in one scheduler step");
+ABSL_FLAG(bool, prefix_cache, true, "Reuse cached KV blocks of shared prompt prefixes");
+ABSL_FLAG(bool, decode, false, "tokenize: decode JSON arrays of ids back to text");
+
+namespace {
+
+int Usage() {
+  std::fprintf(stderr, "usage: tandem run|tokenize --model PATH [flags]   (--help for flags)\n");
+  return 2;
+}
+
+bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    int32_t id;
+    if (!absl::SimpleAtoi(part, &id)) return false;
+    ids->push_back(id);
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("tandem run|tokenize --model PATH [flags]");
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() != 2) return Usage();
+  const std::string command = args[1];
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) {
+    std::fprintf(stderr, "tandem %s: --model PATH is required\n", command.c_str());
+    return 2;
+  }
+  if (command == "tokenize") {
+    tandem::client::TokenizeOptions o;
+    o.model_path = model;
+    o.decode = absl::GetFlag(FLAGS_decode);
+    return tandem::client::TokenizeCommand(o);
+  }
+  if (command != "run") return Usage();
+
+  tandem::client::RunOptions o;
+  o.model_path = model;
+  if (!absl::GetFlag(FLAGS_prompt).empty()) o.prompt = absl::GetFlag(FLAGS_prompt);
+  if (!absl::GetFlag(FLAGS_chat).empty()) o.chat = absl::GetFlag(FLAGS_chat);
+  if (!absl::GetFlag(FLAGS_requests).empty()) o.requests_file = absl::GetFlag(FLAGS_requests);
+  if (!absl::GetFlag(FLAGS_prompt_ids).empty()) {
+    std::vector<int32_t> ids;
+    if (!ParseIds(absl::GetFlag(FLAGS_prompt_ids), &ids)) {
+      std::fprintf(stderr, "tandem run: --prompt-ids '%s' is not a comma-separated id list\n",
+                   absl::GetFlag(FLAGS_prompt_ids).c_str());
+      return 1;
+    }
+    o.prompt_ids = ids;
+  }
+  tandem::sampling::SamplingParams& p = o.params;
+  p.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  p.min_tokens = absl::GetFlag(FLAGS_min_tokens);
+  p.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+  p.top_k = absl::GetFlag(FLAGS_top_k);
+  p.top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p));
+  p.min_p = static_cast<float>(absl::GetFlag(FLAGS_min_p));
+  p.repetition_penalty = static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty));
+  p.presence_penalty = static_cast<float>(absl::GetFlag(FLAGS_presence_penalty));
+  p.frequency_penalty = static_cast<float>(absl::GetFlag(FLAGS_frequency_penalty));
+  if (absl::GetFlag(FLAGS_seed) >= 0) p.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
+  p.n = absl::GetFlag(FLAGS_n);
+  p.logprobs = absl::GetFlag(FLAGS_top_logprobs);
+  p.stop = absl::GetFlag(FLAGS_stop);
+  p.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+  o.json = absl::GetFlag(FLAGS_json) || o.requests_file.has_value();
+  const std::string precision = absl::GetFlag(FLAGS_precision);
+  if (precision == "reference") {
+    o.precision = tandem::model::Precision::kReference;
+  } else if (precision != "fast") {
+    std::fprintf(stderr, "tandem run: --precision '%s' must be fast or reference\n",
+                 precision.c_str());
+    return 1;
+  }
+  o.num_threads = absl::GetFlag(FLAGS_threads);
+  o.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
+  o.kv_blocks = absl::GetFlag(FLAGS_kv_blocks);
+  o.block_size = absl::GetFlag(FLAGS_block_size);
+  o.max_num_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens);
+  o.max_num_seqs = absl::GetFlag(FLAGS_max_seqs);
+  o.enable_prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
+  return tandem::client::RunCommand(o);
+}

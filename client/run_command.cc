@@ -1,0 +1,244 @@
+#include "client/run_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "absl/strings/str_format.h"
+#include "client/json_request.h"
+#include "common/status_macros.h"
+#include "coordinator/local_worker_group.h"
+#include "coordinator/scheduler.h"
+#include "engine/kv/kv_storage.h"
+#include "engine/tokenizer/bpe_tokenizer.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/vocab.h"
+#include "nlohmann/json.hpp"
+
+namespace tandem::client {
+namespace {
+
+using coordinator::CompletionDelta;
+using coordinator::RequestOutput;
+using nlohmann::json;
+
+// Prints streamed text (single request, n = 1) or collects outputs for JSON.
+class CliObserver : public coordinator::RequestObserver {
+ public:
+  explicit CliObserver(bool stream_text) : stream_text_(stream_text) {}
+  void OnDelta(const CompletionDelta& delta) override {
+    if (stream_text_ && !delta.text.empty()) {
+      std::fwrite(delta.text.data(), 1, delta.text.size(), stdout);
+      std::fflush(stdout);
+    }
+  }
+  void OnFinished(const RequestOutput& output) override { outputs_[output.id.value()] = output; }
+  std::map<int64_t, RequestOutput>& outputs() { return outputs_; }
+
+ private:
+  bool stream_text_;
+  std::map<int64_t, RequestOutput> outputs_;
+};
+
+json CompletionJson(const RequestOutput& out, const coordinator::Completion& c, int32_t top_k) {
+  json j;
+  j["prompt_token_ids"] = out.prompt_token_ids;
+  j["token_ids"] = c.token_ids;
+  j["text"] = c.text;
+  j["finish_reason"] = coordinator::FinishReasonName(c.finish_reason);
+  if (top_k > 0) {
+    json positions = json::array();
+    for (const coordinator::PositionLogprobs& p : c.logprobs) {
+      json alts = json::array();
+      for (const sampling::TokenLogprob& t : p.top) {
+        alts.push_back({{"token_id", t.token}, {"logprob", t.logprob}});
+      }
+      positions.push_back(alts);
+    }
+    j["top_logprobs"] = positions;
+    json chosen = json::array();
+    for (const coordinator::PositionLogprobs& p : c.logprobs) chosen.push_back(p.logprob);
+    j["logprobs"] = chosen;
+  }
+  if (out.prefix_hit_tokens > 0) j["prefix_hit_tokens"] = out.prefix_hit_tokens;
+  return j;
+}
+
+// Turns one request's prompt (text, chat or ids) into token ids.
+absl::StatusOr<std::vector<int32_t>> PromptTokens(const tokenizer::Tokenizer& tok,
+                                                  const tokenizer::Vocab& vocab,
+                                                  const JsonRequest& r) {
+  if (r.prompt_token_ids) return *r.prompt_token_ids;
+  if (r.prompt) return tok.Encode(*r.prompt, /*add_special=*/true, /*parse_special=*/true);
+  ASSIGN_OR_RETURN(std::string text,
+                   tokenizer::ApplyChatTemplate(vocab, r.messages, /*add_generation_prompt=*/true));
+  return tok.Encode(text, /*add_special=*/true, /*parse_special=*/true);
+}
+
+}  // namespace
+
+int RunCommand(const RunOptions& o) {
+  auto fail = [](const absl::Status& s) {
+    std::fprintf(stderr, "tandem run: %s\n", s.ToString().c_str());
+    return 1;
+  };
+  int sources = o.prompt.has_value() + o.chat.has_value() + o.prompt_ids.has_value() +
+                o.requests_file.has_value();
+  if (sources != 1) {
+    return fail(absl::InvalidArgumentError(
+        "give exactly one of --prompt, --chat, --prompt-ids or --requests"));
+  }
+  // Read the request lines first so a missing file fails before the model loads.
+  std::vector<std::string> lines;
+  if (o.requests_file) {
+    std::ifstream in(*o.requests_file);
+    if (!in) {
+      return fail(absl::NotFoundError(
+          absl::StrFormat("cannot open requests file '%s'", *o.requests_file)));
+    }
+    for (std::string line; std::getline(in, line);) {
+      if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+    }
+  }
+
+  model::ModelOptions model_options;
+  model_options.precision = o.precision;
+  model_options.num_threads = o.num_threads;
+  absl::StatusOr<std::unique_ptr<model::Model>> model = model::Model::Load(o.model_path, model_options);
+  if (!model.ok()) return fail(model.status());
+  absl::StatusOr<tokenizer::Vocab> vocab = tokenizer::LoadVocabFromGguf((*model)->file());
+  if (!vocab.ok()) return fail(vocab.status());
+  absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> tok = tokenizer::Tokenizer::Create(*vocab);
+  if (!tok.ok()) return fail(tok.status());
+
+  worker::StepExecutorConfig exec_config;
+  exec_config.block_size = o.block_size;
+  exec_config.eos_token_ids = (*tok)->EndOfGenerationIds();
+  if (o.kv_blocks > 0) {
+    exec_config.num_blocks = o.kv_blocks;
+  } else {
+    kv::KvStorageConfig shape;
+    shape.num_layers = (*model)->config().num_layers;
+    shape.block_size = o.block_size;
+    shape.num_kv_heads = (*model)->config().num_kv_heads;
+    shape.head_dim = (*model)->config().head_dim;
+    shape.dtype = (*model)->kv_dtype();
+    exec_config.num_blocks = kv::KvStorage::NumBlocksForBytes(shape, o.kv_cache_bytes);
+  }
+  if (o.block_size < 1 || o.block_size > 1024 || exec_config.num_blocks < 1) {
+    return fail(absl::InvalidArgumentError(absl::StrFormat(
+        "KV cache of %d blocks of %d tokens is invalid: need >= 1 block of 1..1024 tokens",
+        exec_config.num_blocks, o.block_size)));
+  }
+  absl::StatusOr<std::unique_ptr<coordinator::LocalWorkerGroup>> group =
+      coordinator::LocalWorkerGroup::Create(model->get(), exec_config);
+  if (!group.ok()) return fail(group.status());
+
+  const bool stream_text = !o.json && !o.requests_file && o.params.n == 1;
+  CliObserver observer(stream_text);
+  coordinator::SchedulerConfig sched_config;
+  sched_config.max_num_batched_tokens = o.max_num_batched_tokens;
+  sched_config.max_num_seqs = o.max_num_seqs;
+  sched_config.enable_prefix_cache = o.enable_prefix_cache;
+  coordinator::Scheduler scheduler(sched_config, group->get(), tok->get(), &observer);
+
+  // Build and submit every request; a rejected one gets an error line.
+  std::vector<JsonRequest> requests;
+  if (o.requests_file) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      absl::StatusOr<JsonRequest> r = ParseJsonRequest(lines[i], o.params);
+      if (!r.ok()) {
+        return fail(absl::InvalidArgumentError(
+            absl::StrFormat("request line %d: %s", i + 1, r.status().message())));
+      }
+      requests.push_back(*std::move(r));
+    }
+  } else {
+    JsonRequest r;
+    r.params = o.params;
+    if (o.prompt) r.prompt = *o.prompt;
+    if (o.prompt_ids) r.prompt_token_ids = *o.prompt_ids;
+    if (o.chat) r.messages.push_back({"user", *o.chat});
+    requests.push_back(std::move(r));
+  }
+  std::map<int64_t, std::string> rejected;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    absl::StatusOr<std::vector<int32_t>> ids = PromptTokens(**tok, *vocab, requests[i]);
+    coordinator::GenerateRequest g;
+    g.id = RequestId(static_cast<int64_t>(i));
+    g.params = requests[i].params;
+    g.priority = requests[i].priority;
+    absl::Status status = ids.status();
+    if (ids.ok()) {
+      g.prompt_tokens = *std::move(ids);
+      status = scheduler.Submit(std::move(g));
+    }
+    if (!status.ok()) {
+      if (requests.size() == 1) return fail(status);
+      rejected[static_cast<int64_t>(i)] = std::string(status.message());
+    }
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  while (scheduler.HasWork()) {
+    absl::StatusOr<bool> stepped = scheduler.Step();
+    if (!stepped.ok()) return fail(stepped.status());
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  int exit_code = rejected.empty() ? 0 : 1;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto rej = rejected.find(static_cast<int64_t>(i));
+    if (rej != rejected.end()) {
+      std::printf("%s\n", json({{"error", rej->second}}).dump().c_str());
+      continue;
+    }
+    const RequestOutput& out = observer.outputs().at(static_cast<int64_t>(i));
+    if (!out.error.empty()) exit_code = 1;
+    const int32_t top_k = requests[i].params.logprobs;
+    if (o.json && !o.requests_file) {
+      for (const auto& c : out.completions) {
+        std::printf("%s\n", CompletionJson(out, c, top_k).dump().c_str());
+      }
+    } else if (o.requests_file) {
+      json line;
+      if (out.completions.size() == 1) {
+        line = CompletionJson(out, out.completions[0], top_k);
+      } else {
+        line["prompt_token_ids"] = out.prompt_token_ids;
+        line["sequences"] = json::array();
+        for (const auto& c : out.completions) {
+          json cj = CompletionJson(out, c, top_k);
+          cj.erase("prompt_token_ids");
+          line["sequences"].push_back(cj);
+        }
+      }
+      if (!out.error.empty()) line["error"] = out.error;
+      std::printf("%s\n", line.dump().c_str());
+    } else if (stream_text) {
+      std::printf("\n");
+    } else {
+      for (size_t k = 0; k < out.completions.size(); ++k) {
+        std::printf("--- completion %zu (%s)\n%s\n", k,
+                    coordinator::FinishReasonName(out.completions[k].finish_reason),
+                    out.completions[k].text.c_str());
+      }
+    }
+  }
+  std::fflush(stdout);
+  const coordinator::SchedulerStats& st = scheduler.stats();
+  kv::KvStats kvs = scheduler.kv_stats();
+  std::fprintf(stderr,
+               "tandem run: %d requests, %d prompt tokens computed (%d from prefix cache), "
+               "%d tokens generated in %.3f s: %.1f tokens/s (%d steps, %d preemptions)\n",
+               static_cast<int>(requests.size()), st.num_prompt_tokens_computed,
+               kvs.prefix_hit_tokens, st.num_generated_tokens, seconds,
+               seconds > 0 ? st.num_generated_tokens / seconds : 0.0, st.num_steps,
+               st.num_preemptions);
+  return exit_code;
+}
+
+}  // namespace tandem::client

@@ -1,0 +1,40 @@
+// `tandem run`: the single-process tool. Loads the model in-process, runs one
+// prompt or a JSONL file of requests through the coordinator's scheduler over
+// a LocalWorkerGroup (continuous batching), streams text or prints JSON.
+#ifndef TANDEM_CLIENT_RUN_COMMAND_H_
+#define TANDEM_CLIENT_RUN_COMMAND_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/model/model.h"
+#include "engine/sampling/sampling_params.h"
+
+namespace tandem::client {
+
+struct RunOptions {
+  std::string model_path;
+  std::optional<std::string> prompt;
+  std::optional<std::string> chat;
+  std::optional<std::vector<int32_t>> prompt_ids;
+  std::optional<std::string> requests_file;  // JSONL, one request per line
+  sampling::SamplingParams params;
+  bool json = false;
+  model::Precision precision = model::Precision::kFast;
+  int32_t num_threads = 0;
+  int64_t kv_cache_bytes = 512ll << 20;
+  int32_t kv_blocks = 0;  // overrides kv_cache_bytes when > 0
+  int32_t block_size = 16;
+  int32_t max_num_batched_tokens = 1024;
+  int32_t max_num_seqs = 256;
+  bool enable_prefix_cache = true;
+};
+
+// Returns the process exit code: 0 on success, 1 when the model or a request
+// is rejected (the error is printed to stderr, naming the value and the limit).
+int RunCommand(const RunOptions& options);
+
+}  // namespace tandem::client
+
+#endif  // TANDEM_CLIENT_RUN_COMMAND_H_

@@ -1,0 +1,76 @@
+// Native request and output types of the coordinator: what the service layer
+// (or `tandem run`) parses a client request into, and what flows back.
+#ifndef TANDEM_COORDINATOR_REQUEST_H_
+#define TANDEM_COORDINATOR_REQUEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/strong_id.h"
+#include "engine/sampling/sampler.h"
+#include "engine/sampling/sampling_params.h"
+
+namespace tandem::coordinator {
+
+struct GenerateRequest {
+  RequestId id;
+  std::vector<int32_t> prompt_tokens;
+  sampling::SamplingParams params;  // validated before submission
+  int32_t priority = 0;             // higher runs first; FCFS within a priority
+};
+
+enum class FinishReason {
+  kNone = 0,    // still running
+  kStop,        // EOS, a stop token id or a stop string
+  kLength,      // max_tokens or the context length
+  kCancelled,
+  kError,
+};
+const char* FinishReasonName(FinishReason reason);
+
+// One generated position: the chosen token and (when requested) alternatives.
+struct PositionLogprobs {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<sampling::TokenLogprob> top;
+};
+
+// One of the request's n completions.
+struct Completion {
+  std::vector<int32_t> token_ids;
+  std::string text;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::vector<PositionLogprobs> logprobs;
+};
+
+struct RequestOutput {
+  RequestId id;
+  std::vector<int32_t> prompt_token_ids;
+  std::vector<Completion> completions;  // n entries, by sample index
+  int64_t prefix_hit_tokens = 0;        // prompt tokens served from the prefix cache
+  std::string error;                    // set when finish reason is kError
+  double time_to_first_token_ms = 0;
+  double latency_ms = 0;
+};
+
+// A streaming delta for one completion.
+struct CompletionDelta {
+  RequestId id;
+  int32_t index = 0;
+  std::string text;                 // newly completed UTF-8 text (stop strings removed)
+  std::vector<int32_t> token_ids;   // tokens generated in this step
+  FinishReason finish_reason = FinishReason::kNone;
+};
+
+// Receives scheduler events on the scheduler thread; must not block.
+class RequestObserver {
+ public:
+  virtual ~RequestObserver() = default;
+  virtual void OnDelta(const CompletionDelta& delta) = 0;
+  virtual void OnFinished(const RequestOutput& output) = 0;
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_REQUEST_H_

@@ -1,0 +1,471 @@
+#include "coordinator/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "engine/sampling/stop_checker.h"
+#include "engine/tokenizer/incremental_detokenizer.h"
+
+namespace tandem::coordinator {
+
+using Clock = std::chrono::steady_clock;
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "unknown";
+}
+
+// One decoding sequence: a completion of a request, or (n > 1) the parent
+// that prefills the shared prompt before forking the completions.
+struct Scheduler::Sequence {
+  RequestState* request = nullptr;
+  int32_t index = 0;          // completion index; the RNG stream
+  bool fork_parent = false;
+  SeqId id;                   // changes on every admission to the KV cache
+  bool in_kv = false;
+  bool in_waiting = false;
+  bool finished = false;
+  std::vector<int32_t> tokens;  // prompt + generated
+  int32_t prompt_len = 0;
+  int32_t num_computed = 0;     // tokens whose K/V are in the cache
+  int32_t scheduled = 0;        // tokens computed by the step in flight
+  std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer;
+  std::unique_ptr<sampling::StopChecker> stop_checker;
+  Completion completion;
+
+  // Tokens this sequence must compute before it can sample (the parent stops
+  // one short of the prompt: each child computes the last token itself).
+  int32_t target() const {
+    return fork_parent ? prompt_len - 1 : static_cast<int32_t>(tokens.size());
+  }
+};
+
+struct Scheduler::RequestState {
+  GenerateRequest request;
+  uint64_t seed = 0;
+  int64_t arrival = 0;
+  Clock::time_point submit_time;
+  std::optional<Clock::time_point> first_token_time;
+  std::unique_ptr<Sequence> parent;                // n > 1 only
+  std::vector<std::unique_ptr<Sequence>> completions;
+  int32_t num_unfinished = 0;
+  int64_t prefix_hit_tokens = 0;
+  bool admitted_once = false;
+  bool done = false;
+  std::string error;
+};
+
+namespace {
+// Priority first (higher first), then arrival (earlier first).
+template <typename S>
+bool RunsBefore(const S* a, const S* b) {
+  if (a->request->request.priority != b->request->request.priority) {
+    return a->request->request.priority > b->request->request.priority;
+  }
+  return a->request->arrival < b->request->arrival;
+}
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerConfig& config, WorkerGroup* group,
+                     const tokenizer::Tokenizer* tokenizer, RequestObserver* observer)
+    : config_(config),
+      group_(group),
+      tokenizer_(tokenizer),
+      observer_(observer),
+      kv_(kv::KvManagerConfig{group->info().num_blocks, group->info().block_size,
+                              config.enable_prefix_cache}),
+      eos_ids_(tokenizer->EndOfGenerationIds()) {}
+
+Scheduler::~Scheduler() = default;
+
+absl::Status Scheduler::Submit(GenerateRequest request) {
+  const WorkerGroupInfo& info = group_->info();
+  const int64_t prompt_len = static_cast<int64_t>(request.prompt_tokens.size());
+  if (prompt_len == 0) {
+    return absl::InvalidArgumentError("prompt is empty: at least 1 token is required");
+  }
+  for (int32_t t : request.prompt_tokens) {
+    if (t < 0 || t >= info.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "prompt token id %d is out of range: the vocabulary has %d tokens", t, info.vocab_size));
+    }
+  }
+  if (prompt_len >= info.context_length) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "prompt has %d tokens: the context length is %d (and at least 1 token is generated)",
+        prompt_len, info.context_length));
+  }
+  absl::Status params_status = sampling::ValidateSamplingParams(request.params, info.vocab_size);
+  if (!params_status.ok()) return params_status;
+  const int64_t blocks_needed = (prompt_len + 1 + info.block_size - 1) / info.block_size;
+  if (blocks_needed > info.num_blocks) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "prompt of %d tokens needs %d KV blocks: the cache holds %d blocks of %d tokens",
+        prompt_len, blocks_needed, info.num_blocks, info.block_size));
+  }
+  absl::MutexLock lock(&inbox_mutex_);
+  inbox_.push_back(std::move(request));
+  return absl::OkStatus();
+}
+
+void Scheduler::Cancel(RequestId id) {
+  absl::MutexLock lock(&inbox_mutex_);
+  cancels_.push_back(id);
+}
+
+bool Scheduler::HasWork() const {
+  {
+    absl::MutexLock lock(&inbox_mutex_);
+    if (!inbox_.empty() || !cancels_.empty()) return true;
+  }
+  return !requests_.empty();
+}
+
+void Scheduler::DrainInbox() {
+  std::vector<GenerateRequest> inbox;
+  std::vector<RequestId> cancels;
+  {
+    absl::MutexLock lock(&inbox_mutex_);
+    inbox.swap(inbox_);
+    cancels.swap(cancels_);
+  }
+  for (GenerateRequest& r : inbox) {
+    auto state = std::make_unique<RequestState>();
+    state->request = std::move(r);
+    state->arrival = arrival_counter_++;
+    state->submit_time = Clock::now();
+    state->seed = state->request.params.seed.has_value() ? *state->request.params.seed
+                                                         : std::random_device()();
+    RequestState* raw = state.get();
+    if (requests_.contains(raw->request.id)) {
+      TANDEM_LOG(kWarning, "request %d submitted twice; the second is dropped",
+                 raw->request.id.value());
+      continue;
+    }
+    requests_[raw->request.id] = std::move(state);
+    Admit(raw);
+  }
+  for (RequestId id : cancels) {
+    auto it = requests_.find(id);
+    if (it == requests_.end() || it->second->done) continue;
+    RequestState* r = it->second.get();
+    if (r->parent && !r->parent->finished) ReleaseSequence(r->parent.get());
+    for (auto& c : r->completions) {
+      if (!c->finished) FinishSequence(c.get(), FinishReason::kCancelled);
+    }
+  }
+}
+
+// Creates the request's sequences and queues the first one.
+void Scheduler::Admit(RequestState* r) {
+  const int32_t n = r->request.params.n;
+  auto make = [&](int32_t index) {
+    auto s = std::make_unique<Sequence>();
+    s->request = r;
+    s->index = index;
+    s->tokens = r->request.prompt_tokens;
+    s->prompt_len = static_cast<int32_t>(s->tokens.size());
+    s->detokenizer = std::make_unique<tokenizer::IncrementalDetokenizer>(tokenizer_);
+    s->stop_checker = std::make_unique<sampling::StopChecker>(r->request.params.stop);
+    return s;
+  };
+  for (int32_t i = 0; i < n; ++i) r->completions.push_back(make(i));
+  r->num_unfinished = n;
+  Sequence* first;
+  if (n > 1) {
+    r->parent = make(-1);
+    r->parent->fork_parent = true;
+    first = r->parent.get();
+  } else {
+    first = r->completions[0].get();
+  }
+  first->in_waiting = true;
+  auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), first,
+                              [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
+  waiting_.insert(pos, first);
+}
+
+absl::StatusOr<bool> Scheduler::Step() {
+  DrainInbox();
+  worker::StepPlan plan;
+  plan.step_id = next_step_id_++;
+  plan.finished = std::move(released_);
+  released_.clear();
+  plan.new_sequences = std::move(pending_new_);
+  pending_new_.clear();
+  std::vector<Sequence*> scheduled;
+  int32_t budget = config_.max_num_batched_tokens;
+
+  std::stable_sort(running_.begin(), running_.end(),
+                   [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
+  // Running sequences first (decode tokens and unfinished prefills), so work
+  // already admitted keeps going; preempt from the back when blocks run out.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence* seq = running_[i];
+    if (static_cast<int32_t>(scheduled.size()) >= config_.max_num_seqs) break;
+    int32_t num_new = std::min(seq->target() - seq->num_computed, budget);
+    if (num_new <= 0) {
+      ++i;
+      continue;
+    }
+    std::span<const int32_t> tokens(seq->tokens.data() + seq->num_computed, num_new);
+    std::optional<std::vector<kv::BlockCopy>> copies = kv_.AppendTokens(seq->id, tokens);
+    if (copies.has_value()) {
+      plan.copies.insert(plan.copies.end(), copies->begin(), copies->end());
+      seq->scheduled = num_new;
+      budget -= num_new;
+      scheduled.push_back(seq);
+      ++i;
+      continue;
+    }
+    Sequence* victim = running_.back();
+    if (victim != seq) {
+      Preempt(victim);
+      plan.finished.push_back(victim->id);
+      continue;  // retry seq with the freed blocks
+    }
+    if (scheduled.empty()) {
+      // Alone in the cache and still out of blocks: it can never grow.
+      TANDEM_LOG(kWarning, "request %d: KV cache full at %d tokens; finishing with length",
+                 seq->request->request.id.value(), seq->tokens.size());
+      FinishSequence(seq, FinishReason::kLength);
+      continue;
+    }
+    Preempt(seq);
+    plan.finished.push_back(seq->id);
+    break;
+  }
+
+  // Then admit waiting sequences in order while budget and blocks allow.
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int32_t>(scheduled.size()) < config_.max_num_seqs) {
+    Sequence* seq = waiting_.front();
+    seq->id = NextSeqId();
+    int32_t cached = kv_.AddSequence(seq->id, seq->tokens);
+    int32_t num_new = std::min(seq->target() - cached, budget);
+    if (num_new > 0 && kv_.NumBlocksNeeded(seq->id, num_new) > kv_.num_free_blocks()) {
+      kv_.Free(seq->id);
+      break;
+    }
+    waiting_.pop_front();
+    seq->in_waiting = false;
+    seq->in_kv = true;
+    seq->num_computed = cached;
+    RequestState* r = seq->request;
+    if (!r->admitted_once) {
+      r->admitted_once = true;
+      r->prefix_hit_tokens = cached;
+    }
+    running_.push_back(seq);
+    if (num_new <= 0) {  // a fork parent whose prompt is all cached
+      ForkChildren(seq);
+      continue;
+    }
+    worker::NewSequence ns;
+    ns.id = seq->id;
+    ns.prompt_tokens.assign(seq->tokens.begin(), seq->tokens.begin() + seq->prompt_len);
+    ns.output_tokens.assign(seq->tokens.begin() + seq->prompt_len, seq->tokens.end());
+    ns.params = r->request.params;
+    ns.seed = r->seed;
+    ns.stream = static_cast<uint64_t>(std::max(0, seq->index));
+    plan.new_sequences.push_back(std::move(ns));
+    std::span<const int32_t> tokens(seq->tokens.data() + cached, num_new);
+    std::optional<std::vector<kv::BlockCopy>> copies = kv_.AppendTokens(seq->id, tokens);
+    CHECK(copies.has_value(), "blocks were checked free for sequence %d", seq->id.value());
+    plan.copies.insert(plan.copies.end(), copies->begin(), copies->end());
+    seq->scheduled = num_new;
+    budget -= num_new;
+    scheduled.push_back(seq);
+  }
+
+  for (Sequence* seq : scheduled) {
+    worker::SequenceStep s;
+    s.id = seq->id;
+    s.tokens.assign(seq->tokens.begin() + seq->num_computed,
+                    seq->tokens.begin() + seq->num_computed + seq->scheduled);
+    s.start_pos = seq->num_computed;
+    std::span<const BlockId> table = kv_.BlockTable(seq->id);
+    s.block_table.assign(table.begin(), table.end());
+    s.sample = !seq->fork_parent && seq->num_computed + seq->scheduled == seq->target();
+    plan.sequences.push_back(std::move(s));
+  }
+
+  if (plan.sequences.empty() && plan.finished.empty() && plan.new_sequences.empty()) {
+    // Nothing ran; requests finished by cancellation may still need reporting.
+    std::erase_if(requests_, [](const auto& kv) { return kv.second->done; });
+    return false;
+  }
+
+  absl::StatusOr<worker::StepResult> result = group_->Step(plan);
+  ++stats_.num_steps;
+  if (!result.ok()) {
+    std::string error = absl::StrFormat("worker step %d failed: %s", plan.step_id,
+                                        result.status().ToString());
+    std::vector<RequestState*> affected;
+    for (Sequence* seq : scheduled) affected.push_back(seq->request);
+    for (RequestState* r : affected) {
+      if (!r->done) FailRequest(r, error);
+    }
+    std::erase_if(requests_, [](const auto& kv) { return kv.second->done; });
+    return result.status();
+  }
+  stats_.forward_ms += result->timings.forward_ms;
+
+  absl::flat_hash_map<SeqId, Sequence*> by_id;
+  for (Sequence* seq : scheduled) {
+    seq->num_computed += seq->scheduled;
+    if (seq->num_computed <= seq->prompt_len) stats_.num_prompt_tokens_computed += seq->scheduled;
+    seq->scheduled = 0;
+    by_id[seq->id] = seq;
+  }
+  for (const worker::SequenceResult& res : result->results) {
+    auto it = by_id.find(res.id);
+    CHECK(it != by_id.end(), "worker returned a result for unscheduled sequence %d",
+          res.id.value());
+    if (!it->second->finished) OnSampled(it->second, res.sample);
+  }
+  for (Sequence* seq : scheduled) {
+    if (seq->fork_parent && !seq->finished && seq->in_kv && seq->num_computed == seq->target()) {
+      ForkChildren(seq);
+    }
+  }
+  std::erase_if(requests_, [](const auto& kv) { return kv.second->done; });
+  return true;
+}
+
+void Scheduler::Preempt(Sequence* seq) {
+  kv_.Free(seq->id);
+  seq->in_kv = false;
+  seq->num_computed = 0;
+  std::erase(running_, seq);
+  seq->in_waiting = true;
+  waiting_.push_front(seq);
+  ++stats_.num_preemptions;
+}
+
+void Scheduler::ForkChildren(Sequence* parent) {
+  RequestState* r = parent->request;
+  for (auto& child : r->completions) {
+    if (child->finished) continue;  // cancelled meanwhile
+    child->id = NextSeqId();
+    kv_.Fork(parent->id, child->id);
+    child->in_kv = true;
+    child->num_computed = parent->num_computed;
+    running_.push_back(child.get());
+    worker::NewSequence ns;
+    ns.id = child->id;
+    ns.prompt_tokens = child->tokens;
+    ns.params = r->request.params;
+    ns.seed = r->seed;
+    ns.stream = static_cast<uint64_t>(child->index);
+    pending_new_.push_back(std::move(ns));
+  }
+  ReleaseSequence(parent);
+}
+
+void Scheduler::OnSampled(Sequence* seq, const sampling::SampleResult& sample) {
+  RequestState* r = seq->request;
+  const sampling::SamplingParams& params = r->request.params;
+  if (!r->first_token_time) r->first_token_time = Clock::now();
+  const int32_t token = sample.token;
+  seq->tokens.push_back(token);
+  Completion& c = seq->completion;
+  c.token_ids.push_back(token);
+  PositionLogprobs lp;
+  lp.token = token;
+  lp.logprob = sample.logprob;
+  lp.top = sample.top_logprobs;
+  c.logprobs.push_back(std::move(lp));
+  ++stats_.num_generated_tokens;
+
+  CompletionDelta delta;
+  delta.id = r->request.id;
+  delta.index = seq->index;
+  delta.token_ids.push_back(token);
+  FinishReason reason = FinishReason::kNone;
+  const bool is_stop_token = std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(),
+                                       token) != params.stop_token_ids.end();
+  const bool is_eos =
+      !params.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();
+  if (is_stop_token || is_eos) {
+    reason = FinishReason::kStop;
+  } else {
+    sampling::StopChecker::Update update = seq->stop_checker->Append(seq->detokenizer->Append(token));
+    delta.text = std::move(update.emit);
+    if (update.stopped) reason = FinishReason::kStop;
+  }
+  if (reason == FinishReason::kNone &&
+      (static_cast<int32_t>(c.token_ids.size()) >= params.max_tokens ||
+       static_cast<int64_t>(seq->tokens.size()) >= group_->info().context_length)) {
+    reason = FinishReason::kLength;
+  }
+  if (reason != FinishReason::kNone && !seq->stop_checker->stopped()) {
+    // Release text held back for a possible stop string or a partial UTF-8 sequence.
+    delta.text += seq->stop_checker->Append(seq->detokenizer->Flush()).emit;
+    delta.text += seq->stop_checker->Flush();
+  }
+  c.text += delta.text;
+  delta.finish_reason = reason;
+  observer_->OnDelta(delta);
+  if (reason != FinishReason::kNone) FinishSequence(seq, reason);
+}
+
+void Scheduler::ReleaseSequence(Sequence* seq) {
+  if (seq->in_kv) {
+    kv_.Free(seq->id);
+    released_.push_back(seq->id);
+    seq->in_kv = false;
+  }
+  if (seq->in_waiting) {
+    std::erase(waiting_, seq);
+    seq->in_waiting = false;
+  }
+  std::erase(running_, seq);
+  seq->finished = true;
+}
+
+void Scheduler::FinishSequence(Sequence* seq, FinishReason reason) {
+  ReleaseSequence(seq);
+  seq->completion.finish_reason = reason;
+  RequestState* r = seq->request;
+  --r->num_unfinished;
+  MaybeCompleteRequest(r);
+}
+
+void Scheduler::FailRequest(RequestState* r, const std::string& error) {
+  r->error = error;
+  if (r->parent && !r->parent->finished) ReleaseSequence(r->parent.get());
+  for (auto& c : r->completions) {
+    if (!c->finished) FinishSequence(c.get(), FinishReason::kError);
+  }
+}
+
+void Scheduler::MaybeCompleteRequest(RequestState* r) {
+  if (r->num_unfinished > 0 || r->done) return;
+  if (r->parent && !r->parent->finished) ReleaseSequence(r->parent.get());
+  r->done = true;
+  RequestOutput out;
+  out.id = r->request.id;
+  out.prompt_token_ids = r->request.prompt_tokens;
+  out.prefix_hit_tokens = r->prefix_hit_tokens;
+  out.error = r->error;
+  auto now = Clock::now();
+  out.latency_ms = std::chrono::duration<double, std::milli>(now - r->submit_time).count();
+  if (r->first_token_time) {
+    out.time_to_first_token_ms =
+        std::chrono::duration<double, std::milli>(*r->first_token_time - r->submit_time).count();
+  }
+  for (auto& c : r->completions) out.completions.push_back(std::move(c->completion));
+  observer_->OnFinished(out);
+}
+
+}  // namespace tandem::coordinator

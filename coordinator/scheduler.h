@@ -1,0 +1,113 @@
+// Scheduler: continuous (iteration-level) batching for one worker group. Each
+// Step() builds one StepPlan within a token budget — decode tokens first, then
+// prefill chunks (chunked prefill) of waiting sequences, admitted by free KV
+// blocks in priority-then-FCFS order — runs it on the WorkerGroup, and folds
+// the sampled tokens into requests: detokenization, stop conditions, logprobs.
+// It owns the group's KV bookkeeping (KvManager): allocation, copy-on-write,
+// prefix cache. When blocks run out, the lowest-priority, latest sequence is
+// preempted and later recomputed (its prefix-cached blocks make that cheap).
+// A request with n > 1 prefills its prompt once and forks n sequences that
+// share the prompt's blocks.
+//
+// Thread-safety: Submit and Cancel may be called from any thread; Step, the
+// observer callbacks and the accessors run on the scheduler thread.
+#ifndef TANDEM_COORDINATOR_SCHEDULER_H_
+#define TANDEM_COORDINATOR_SCHEDULER_H_
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/request.h"
+#include "coordinator/worker_group.h"
+#include "engine/kv/kv_manager.h"
+#include "engine/tokenizer/bpe_tokenizer.h"
+
+namespace tandem::coordinator {
+
+struct SchedulerConfig {
+  int32_t max_num_batched_tokens = 1024;  // token budget of one step
+  int32_t max_num_seqs = 256;             // sequences in one step
+  bool enable_prefix_cache = true;
+};
+
+struct SchedulerStats {
+  int64_t num_steps = 0;
+  int64_t num_preemptions = 0;
+  int64_t num_prompt_tokens_computed = 0;
+  int64_t num_generated_tokens = 0;
+  double forward_ms = 0;
+};
+
+class Scheduler {
+ public:
+  // `group`, `tokenizer` and `observer` must outlive the scheduler.
+  Scheduler(const SchedulerConfig& config, WorkerGroup* group,
+            const tokenizer::Tokenizer* tokenizer, RequestObserver* observer);
+  ~Scheduler();
+
+  // Validates the request against the model (token ids, prompt length vs the
+  // context, sampling parameters, KV capacity) and queues it. Errors are
+  // InvalidArgument / ResourceExhausted naming the value and the limit.
+  absl::Status Submit(GenerateRequest request);
+  // Cancels a queued or running request: its sequences release their blocks
+  // in the next step and it finishes with kCancelled. Unknown ids are ignored.
+  void Cancel(RequestId id);
+
+  // Runs one iteration. Returns false when there was nothing to do. A worker
+  // error fails every request in the step (and is returned).
+  absl::StatusOr<bool> Step();
+  // True while any request is queued or running.
+  bool HasWork() const;
+
+  const SchedulerStats& stats() const { return stats_; }
+  kv::KvStats kv_stats() const { return kv_.stats(); }
+
+ private:
+  struct Sequence;
+  struct RequestState;
+
+  void DrainInbox();
+  void Admit(RequestState* request);
+  bool ScheduleRunning(worker::StepPlan& plan, int32_t& budget);
+  void ScheduleWaiting(worker::StepPlan& plan, int32_t& budget);
+  void AddStep(worker::StepPlan& plan, Sequence* seq, int32_t num_new);
+  void Preempt(Sequence* seq);
+  void ForkChildren(Sequence* parent);
+  void OnSampled(Sequence* seq, const sampling::SampleResult& sample);
+  void FinishSequence(Sequence* seq, FinishReason reason);
+  void FailRequest(RequestState* request, const std::string& error);
+  void MaybeCompleteRequest(RequestState* request);
+  void ReleaseSequence(Sequence* seq);
+  SeqId NextSeqId() { return SeqId(next_seq_id_++); }
+
+  SchedulerConfig config_;
+  WorkerGroup* group_;
+  const tokenizer::Tokenizer* tokenizer_;
+  RequestObserver* observer_;
+  kv::KvManager kv_;
+  std::vector<int32_t> eos_ids_;
+
+  mutable absl::Mutex inbox_mutex_;
+  std::vector<GenerateRequest> inbox_ ABSL_GUARDED_BY(inbox_mutex_);
+  std::vector<RequestId> cancels_ ABSL_GUARDED_BY(inbox_mutex_);
+
+  // Scheduler-thread state.
+  int64_t next_seq_id_ = 1;
+  int64_t next_step_id_ = 1;
+  int64_t arrival_counter_ = 0;
+  absl::flat_hash_map<RequestId, std::unique_ptr<RequestState>> requests_;
+  std::vector<Sequence*> running_;   // in the KV cache
+  std::deque<Sequence*> waiting_;    // not in the KV cache
+  std::vector<SeqId> released_;      // to forget on the worker in the next plan
+  std::vector<worker::NewSequence> pending_new_;  // forked children to announce
+  SchedulerStats stats_;
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_SCHEDULER_H_

@@ -1,0 +1,190 @@
+#include "engine/gguf/gguf_writer.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <system_error>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "engine/gguf/gguf_file.h"
+
+namespace tandem::gguf {
+namespace {
+
+template <typename T>
+void AppendRaw(T value, std::string* out) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out->append(bytes, sizeof(T));
+}
+
+void AppendString(const std::string& s, std::string* out) {
+  AppendRaw<uint64_t>(s.size(), out);
+  out->append(s);
+}
+
+void PadTo(uint64_t alignment, std::string* out) {
+  out->append((alignment - out->size() % alignment) % alignment, '\0');
+}
+
+uint64_t PaddedSize(uint64_t size, uint64_t alignment) {
+  return (size + alignment - 1) / alignment * alignment;
+}
+
+}  // namespace
+
+void GgufWriter::Add(std::string key, MetadataValue value) {
+  for (auto& [existing_key, existing_value] : metadata_) {
+    if (existing_key == key) {
+      existing_value = std::move(value);
+      return;
+    }
+  }
+  metadata_.emplace_back(std::move(key), std::move(value));
+}
+
+void GgufWriter::AddString(std::string key, std::string value) {
+  Add(std::move(key), MetadataValue::String(std::move(value)));
+}
+void GgufWriter::AddUint32(std::string key, uint32_t value) {
+  Add(std::move(key), MetadataValue::Uint32(value));
+}
+void GgufWriter::AddInt32(std::string key, int32_t value) {
+  Add(std::move(key), MetadataValue::Int32(value));
+}
+void GgufWriter::AddUint64(std::string key, uint64_t value) {
+  Add(std::move(key), MetadataValue::Uint64(value));
+}
+void GgufWriter::AddFloat32(std::string key, float value) {
+  Add(std::move(key), MetadataValue::Float32(value));
+}
+void GgufWriter::AddBool(std::string key, bool value) {
+  Add(std::move(key), MetadataValue::Bool(value));
+}
+
+void GgufWriter::AddStringArray(std::string key, const std::vector<std::string>& values) {
+  std::vector<MetadataValue> elements;
+  elements.reserve(values.size());
+  for (const std::string& v : values) elements.push_back(MetadataValue::String(v));
+  Add(std::move(key), MetadataValue::MakeArray(MetadataType::kString, std::move(elements)));
+}
+
+void GgufWriter::AddInt32Array(std::string key, const std::vector<int32_t>& values) {
+  std::vector<MetadataValue> elements;
+  elements.reserve(values.size());
+  for (int32_t v : values) elements.push_back(MetadataValue::Int32(v));
+  Add(std::move(key), MetadataValue::MakeArray(MetadataType::kInt32, std::move(elements)));
+}
+
+void GgufWriter::AddFloat32Array(std::string key, const std::vector<float>& values) {
+  std::vector<MetadataValue> elements;
+  elements.reserve(values.size());
+  for (float v : values) elements.push_back(MetadataValue::Float32(v));
+  Add(std::move(key), MetadataValue::MakeArray(MetadataType::kFloat32, std::move(elements)));
+}
+
+absl::Status GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                                   std::string bytes) {
+  const GgmlTypeTraits* traits = FindTypeTraits(static_cast<uint32_t>(type));
+  if (traits == nullptr) {
+    return absl::InvalidArgumentError(absl::StrFormat("tensor '%s' has unknown ggml type %d",
+                                                      name, static_cast<uint32_t>(type)));
+  }
+  std::string dims_text = absl::StrFormat("{%s}", absl::StrJoin(dims, ", "));
+  if (dims.empty() || dims.size() > static_cast<size_t>(GgufFile::kMaxDims)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s' has %d dims %s (expected 1..%d)", name, dims.size(), dims_text,
+        GgufFile::kMaxDims));
+  }
+  int64_t num_elements = 1;
+  for (int64_t dim : dims) {
+    if (dim < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("tensor '%s' has dims %s with a dim %d < 1", name, dims_text, dim));
+    }
+    if (__builtin_mul_overflow(num_elements, dim, &num_elements)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("tensor '%s' dims %s overflow int64", name, dims_text));
+    }
+  }
+  if (dims[0] % traits->block_size != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s' has %d columns, not a multiple of the %s block size %d", name, dims[0],
+        traits->name, traits->block_size));
+  }
+  const uint64_t expected =
+      static_cast<uint64_t>(num_elements / traits->block_size) * traits->type_size;
+  if (bytes.size() != expected) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("tensor '%s' (%s, dims %s) needs %d bytes but was given %d", name,
+                        traits->name, dims_text, expected, bytes.size()));
+  }
+  for (const PendingTensor& tensor : tensors_) {
+    if (tensor.name == name) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("tensor '%s' was already added", name));
+    }
+  }
+  tensors_.push_back({std::move(name), type, std::move(dims), std::move(bytes)});
+  return absl::OkStatus();
+}
+
+uint64_t GgufWriter::alignment() const {
+  for (const auto& [key, value] : metadata_) {
+    if (key != GgufFile::kAlignmentKey) continue;
+    std::optional<int64_t> v = value.AsInt();
+    if (v.has_value() && *v > 0 && (*v & (*v - 1)) == 0 &&
+        static_cast<uint64_t>(*v) <= GgufFile::kMaxAlignment) {
+      return static_cast<uint64_t>(*v);
+    }
+  }
+  return GgufFile::kDefaultAlignment;
+}
+
+std::string GgufWriter::Serialize() const {
+  const uint64_t align = alignment();
+  std::string out;
+  out.append("GGUF", 4);
+  AppendRaw<uint32_t>(3, &out);
+  AppendRaw<uint64_t>(tensors_.size(), &out);
+  AppendRaw<uint64_t>(metadata_.size(), &out);
+  for (const auto& [key, value] : metadata_) {
+    AppendString(key, &out);
+    AppendRaw<uint32_t>(static_cast<uint32_t>(value.type()), &out);
+    value.AppendTo(&out);
+  }
+  uint64_t offset = 0;
+  for (const PendingTensor& tensor : tensors_) {
+    AppendString(tensor.name, &out);
+    AppendRaw<uint32_t>(static_cast<uint32_t>(tensor.dims.size()), &out);
+    for (int64_t dim : tensor.dims) AppendRaw<uint64_t>(static_cast<uint64_t>(dim), &out);
+    AppendRaw<uint32_t>(static_cast<uint32_t>(tensor.type), &out);
+    AppendRaw<uint64_t>(offset, &out);
+    offset += PaddedSize(tensor.bytes.size(), align);
+  }
+  PadTo(align, &out);
+  for (const PendingTensor& tensor : tensors_) {
+    out.append(tensor.bytes);
+    PadTo(align, &out);
+  }
+  return out;
+}
+
+absl::Status GgufWriter::WriteFile(const std::string& path) const {
+  const std::string bytes = Serialize();
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    return absl::UnavailableError(absl::StrFormat(
+        "cannot create GGUF file '%s': %s", path, std::generic_category().message(errno)));
+  }
+  const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
+  const int write_error = std::ferror(f) ? errno : 0;
+  if (std::fclose(f) != 0 || written != bytes.size()) {
+    return absl::UnavailableError(absl::StrFormat(
+        "wrote %d of %d bytes to GGUF file '%s': %s", written, bytes.size(), path,
+        std::generic_category().message(write_error != 0 ? write_error : errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tandem::gguf

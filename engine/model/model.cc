@@ -1,0 +1,200 @@
+#include "engine/model/model.h"
+
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "engine/gguf/dequantize.h"
+
+namespace tandem::model {
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path,
+                                                   const ModelOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(path));
+  ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file));
+  ASSIGN_OR_RETURN(ModelWeights weights,
+                   LoadModelWeights(*file, config, options.precision == Precision::kReference));
+  return std::unique_ptr<Model>(
+      new Model(std::move(file), std::move(config), std::move(weights), options));
+}
+
+Model::Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, ModelWeights weights,
+             const ModelOptions& options)
+    : file_(std::move(file)),
+      config_(std::move(config)),
+      weights_(std::move(weights)),
+      options_(options),
+      pool_(std::make_unique<ThreadPool>(options.num_threads)) {
+  matmul_params_.isa = kernels::BestIsa();
+  matmul_params_.quantize_activations = options_.precision == Precision::kFast;
+  attention_params_.isa = options_.precision == Precision::kFast ? kernels::BestIsa()
+                                                                 : kernels::Isa::kReference;
+  attention_params_.num_heads = config_.num_heads;
+  attention_params_.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+}
+
+kernels::KvDtype Model::kv_dtype() const {
+  return options_.precision == Precision::kFast ? kernels::KvDtype::kF16 : kernels::KvDtype::kF32;
+}
+
+int64_t Model::NumLogitRows(std::span<const ForwardSequence> batch) {
+  int64_t rows = 0;
+  for (const ForwardSequence& s : batch) rows += s.num_logits;
+  return rows;
+}
+
+absl::Status Model::Validate(std::span<const ForwardSequence> batch,
+                             const kv::KvStorage& kv) const {
+  if (batch.empty()) return absl::InvalidArgumentError("forward batch is empty");
+  const int32_t block_size = kv.config().block_size;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const ForwardSequence& s = batch[i];
+    if (s.tokens.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat("batch sequence %d has no tokens", i));
+    }
+    for (int32_t t : s.tokens) {
+      if (t < 0 || t >= config_.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "token id %d is out of range: the vocabulary has %d tokens", t, config_.vocab_size));
+      }
+    }
+    const int64_t end = static_cast<int64_t>(s.start_pos) + static_cast<int64_t>(s.tokens.size());
+    if (s.start_pos < 0 || end > config_.context_length) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("positions [%d, %d) exceed the context length %d", s.start_pos, end,
+                          config_.context_length));
+    }
+    if (end > static_cast<int64_t>(s.block_table.size()) * block_size) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "positions up to %d need %d blocks of %d tokens, the block table has %d", end,
+          (end + block_size - 1) / block_size, block_size, s.block_table.size()));
+    }
+    for (BlockId b : s.block_table) {
+      if (b.value() < 0 || b.value() >= kv.config().num_blocks) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "block id %d is out of range: the cache has %d blocks", b.value(),
+            kv.config().num_blocks));
+      }
+    }
+    if (s.num_logits < 0 || s.num_logits > static_cast<int32_t>(s.tokens.size())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "num_logits %d is out of range: must be in [0, %d]", s.num_logits, s.tokens.size()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Model::MatMul(const kernels::WeightView& w, const float* x, int64_t n, float* y) {
+  kernels::MatMul(w, x, n, y, matmul_params_, pool_.get());
+}
+
+void Model::Embed(std::span<const ForwardSequence> batch) {
+  const int64_t hidden = config_.hidden_dim;
+  const kernels::WeightView& e = weights_.token_embd;
+  int64_t row = 0;
+  for (const ForwardSequence& s : batch) {
+    for (int32_t t : s.tokens) {
+      const auto* src = static_cast<const uint8_t*>(e.data) + static_cast<int64_t>(t) * e.row_bytes;
+      // Validated at load: the embedding type is readable, so this cannot fail.
+      CHECK(gguf::DequantizeRow(e.type, src, hidden, x_.data() + row * hidden).ok());
+      ++row;
+    }
+  }
+}
+
+absl::Status Model::Forward(std::span<const ForwardSequence> batch, kv::KvStorage& kv,
+                            float* logits) {
+  RETURN_IF_ERROR(Validate(batch, kv));
+  const ModelConfig& c = config_;
+  const int32_t block_size = kv.config().block_size;
+  num_tokens_ = 0;
+  for (const ForwardSequence& s : batch) num_tokens_ += static_cast<int64_t>(s.tokens.size());
+  const int64_t n = num_tokens_;
+  const int64_t q_dim = static_cast<int64_t>(c.num_heads) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
+  positions_.resize(n);
+  slots_.resize(n);
+  x_.resize(n * c.hidden_dim);
+  h_.resize(n * c.hidden_dim);
+  q_.resize(n * q_dim);
+  k_.resize(n * kv_dim);
+  v_.resize(n * kv_dim);
+  attn_.resize(n * q_dim);
+  gate_.resize(n * c.ffn_dim);
+  up_.resize(n * c.ffn_dim);
+  out_.resize(n * c.hidden_dim);
+  attn_seqs_.resize(batch.size());
+
+  int64_t row = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const ForwardSequence& s = batch[i];
+    std::span<const int32_t> table = AsInts(s.block_table);
+    kernels::AttentionSeq& a = attn_seqs_[i];
+    a.q_begin = row;
+    a.q_len = static_cast<int64_t>(s.tokens.size());
+    a.start_pos = s.start_pos;
+    a.block_table = table.data();
+    a.num_blocks = static_cast<int64_t>(table.size());
+    for (size_t j = 0; j < s.tokens.size(); ++j, ++row) {
+      int32_t pos = s.start_pos + static_cast<int32_t>(j);
+      positions_[row] = pos;
+      slots_[row] = static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size;
+    }
+  }
+
+  Embed(batch);
+  for (int32_t layer = 0; layer < c.num_layers; ++layer) Layer(layer, kv);
+
+  // Gather the rows that need logits, then the final norm and the head.
+  const int64_t num_rows = NumLogitRows(batch);
+  if (num_rows == 0) return absl::OkStatus();
+  row = 0;
+  int64_t out_row = 0;
+  for (const ForwardSequence& s : batch) {
+    int64_t first = row + static_cast<int64_t>(s.tokens.size()) - s.num_logits;
+    for (int64_t r = first; r < row + static_cast<int64_t>(s.tokens.size()); ++r, ++out_row) {
+      std::copy_n(x_.data() + r * c.hidden_dim, c.hidden_dim, out_.data() + out_row * c.hidden_dim);
+    }
+    row += static_cast<int64_t>(s.tokens.size());
+  }
+  kernels::RmsNorm(out_.data(), weights_.output_norm.data(), num_rows, c.hidden_dim,
+                   c.rms_norm_eps, h_.data());
+  MatMul(weights_.output, h_.data(), num_rows, logits);
+  return absl::OkStatus();
+}
+
+void Model::Layer(int32_t layer, kv::KvStorage& kv) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t n = num_tokens_;
+  const int64_t hidden = c.hidden_dim;
+
+  // Attention block: x += Wo · attention(rope(Wq h), rope(Wk h), Wv h), h = norm(x).
+  kernels::RmsNorm(x_.data(), w.attn_norm.data(), n, hidden, c.rms_norm_eps, h_.data());
+  MatMul(w.wq, h_.data(), n, q_.data());
+  MatMul(w.wk, h_.data(), n, k_.data());
+  MatMul(w.wv, h_.data(), n, v_.data());
+  kernels::Rope(q_.data(), positions_.data(), n, c.num_heads, c.head_dim, c.rope_dim,
+                c.rope_freq_base);
+  kernels::Rope(k_.data(), positions_.data(), n, c.num_kv_heads, c.head_dim, c.rope_dim,
+                c.rope_freq_base);
+  // Every token's K/V is written before any attention reads, so sequences in
+  // one batch that share a block (prefix cache) see each other's writes.
+  kernels::PagedKvView cache = kv.LayerView(layer);
+  kernels::WriteKv(cache, k_.data(), v_.data(), slots_.data(), n);
+  kernels::PagedAttention(q_.data(), attn_seqs_, cache, attention_params_, attn_.data(),
+                          pool_.get());
+  MatMul(w.wo, attn_.data(), n, out_.data());
+  kernels::Add(x_.data(), out_.data(), n * hidden);
+
+  // Feed-forward block: x += W_down · (silu(W_gate h) * W_up h), h = norm(x).
+  kernels::RmsNorm(x_.data(), w.ffn_norm.data(), n, hidden, c.rms_norm_eps, h_.data());
+  MatMul(w.w_gate, h_.data(), n, gate_.data());
+  MatMul(w.w_up, h_.data(), n, up_.data());
+  kernels::SiluMul(gate_.data(), up_.data(), n * c.ffn_dim);
+  MatMul(w.w_down, gate_.data(), n, out_.data());
+  kernels::Add(x_.data(), out_.data(), n * hidden);
+}
+
+}  // namespace tandem::model

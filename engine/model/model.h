@@ -1,0 +1,107 @@
+// Model: a llama-architecture decoder (RMSNorm, RoPE, grouped-query
+// attention, SwiGLU, tied or separate output head) on the CPU. One Forward
+// call runs a batch of many sequences of different lengths — prefill chunks
+// and single decode tokens mixed, without padding — reading and writing K/V
+// through the paged KV cache.
+//
+// Thread-safety: Load is thread-safe; Forward may run on one thread at a time
+// (it reuses scratch buffers) and parallelizes internally over the pool.
+#ifndef TANDEM_ENGINE_MODEL_MODEL_H_
+#define TANDEM_ENGINE_MODEL_MODEL_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/strong_id.h"
+#include "common/thread_pool.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/kv/kv_storage.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+#include "kernels/kernels.h"
+
+namespace tandem::model {
+
+enum class Precision {
+  // Weights stay quantized; activations are quantized per block for integer
+  // dot products (as llama.cpp does); KV cache in f16.
+  kFast,
+  // Weights dequantized to f32, f32 math, f32 KV cache: for exactness tests.
+  kReference,
+};
+
+struct ModelOptions {
+  Precision precision = Precision::kFast;
+  int32_t num_threads = 0;  // 0: every core
+};
+
+// One sequence's work in a forward batch.
+struct ForwardSequence {
+  std::span<const int32_t> tokens;        // the tokens computed this step
+  int32_t start_pos = 0;                  // position of tokens[0]
+  std::span<const BlockId> block_table;   // covers positions [0, start_pos + tokens.size())
+  int32_t num_logits = 1;                 // logits wanted for the last num_logits tokens
+};
+
+class Model {
+ public:
+  // Maps the GGUF at `path` and prepares the weights. Fails with NotFound /
+  // InvalidArgument naming the path or the offending tensor / key.
+  static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& path,
+                                                     const ModelOptions& options);
+
+  const ModelConfig& config() const { return config_; }
+  const gguf::GgufFile& file() const { return *file_; }
+  Precision precision() const { return options_.precision; }
+  kernels::KvDtype kv_dtype() const;
+  ThreadPool* pool() { return pool_.get(); }
+
+  // Runs the batch. Writes K/V of every token into `kv` and the logits of the
+  // last num_logits tokens of each sequence, in batch order, to `logits`
+  // ([sum of num_logits, vocab_size]). Fails with InvalidArgument (naming the
+  // value and the limit) for token ids outside the vocabulary, positions past
+  // the context length or the block tables, or an empty batch.
+  absl::Status Forward(std::span<const ForwardSequence> batch, kv::KvStorage& kv, float* logits);
+
+  // Counts the rows Forward will write to `logits`.
+  static int64_t NumLogitRows(std::span<const ForwardSequence> batch);
+
+ private:
+  Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, ModelWeights weights,
+        const ModelOptions& options);
+  absl::Status Validate(std::span<const ForwardSequence> batch, const kv::KvStorage& kv) const;
+  void Embed(std::span<const ForwardSequence> batch);
+  void Layer(int32_t layer, kv::KvStorage& kv);
+  void MatMul(const kernels::WeightView& w, const float* x, int64_t n, float* y);
+
+  std::unique_ptr<gguf::GgufFile> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  ModelOptions options_;
+  kernels::MatMulParams matmul_params_;
+  kernels::AttentionParams attention_params_;
+  std::unique_ptr<ThreadPool> pool_;
+
+  // Per-Forward scratch, grown on demand and reused.
+  int64_t num_tokens_ = 0;
+  std::vector<int32_t> positions_;              // [num_tokens]
+  std::vector<int64_t> slots_;                  // [num_tokens]
+  std::vector<std::vector<int32_t>> tables_;    // per sequence, block ids as ints
+  std::vector<kernels::AttentionSeq> attn_seqs_;
+  std::vector<float> x_;                        // [num_tokens, hidden] residual stream
+  std::vector<float> h_;                        // [num_tokens, hidden] normed input
+  std::vector<float> q_;                        // [num_tokens, num_heads * head_dim]
+  std::vector<float> k_;                        // [num_tokens, num_kv_heads * head_dim]
+  std::vector<float> v_;                        // [num_tokens, num_kv_heads * head_dim]
+  std::vector<float> attn_;                     // [num_tokens, num_heads * head_dim]
+  std::vector<float> gate_;                     // [num_tokens, ffn]
+  std::vector<float> up_;                       // [num_tokens, ffn]
+  std::vector<float> out_;                      // [num_tokens, hidden]
+};
+
+}  // namespace tandem::model
+
+#endif  // TANDEM_ENGINE_MODEL_MODEL_H_

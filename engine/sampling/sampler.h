@@ -1,0 +1,98 @@
+// Sampler: turns one row of raw logits per sequence into the next token, its
+// logprob and the top alternatives, for a whole batch at once.
+//
+// Per row: copy the raw logits, apply the stages of logits_processor.h in
+// their documented order, then either take the argmax (temperature 0) or draw
+// by inverse CDF with u = UniformDraw(seed, stream, output_tokens.size()) over
+// the surviving candidates in canonical order (probability descending, token
+// ascending). A row's result is a function of that row alone: of its logits,
+// params, token history and RNG identity, never of the other rows, the
+// thread that ran it, or the pool size.
+//
+// Logprobs follow vLLM's default: log_softmax of the RAW logits (before
+// penalties, temperature and truncation), for the chosen token and for the
+// params.logprobs most likely raw tokens.
+//
+// Thread-safety: SampleBatch may be called by one thread at a time (it owns
+// the per-thread scratch); inside it, rows run in parallel on the pool.
+#ifndef TANDEM_ENGINE_SAMPLING_SAMPLER_H_
+#define TANDEM_ENGINE_SAMPLING_SAMPLER_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "engine/sampling/candidate_list.h"
+#include "engine/sampling/sampling_params.h"
+
+namespace tandem::sampling {
+
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
+};
+
+// One sequence's input to a sampling step. Views only; the caller keeps the
+// pointed-to data alive for the duration of SampleBatch.
+struct SamplingRow {
+  const float* logits = nullptr;           // [vocab_size], raw model output (not modified)
+  const SamplingParams* params = nullptr;  // validated (ValidateSamplingParams) by the caller
+  std::span<const int32_t> prompt_tokens;  // for the repetition penalty
+  std::span<const int32_t> output_tokens;  // generated so far (penalties, min_tokens, RNG step)
+  uint64_t seed = 0;                       // RNG identity: the request's seed...
+  uint64_t stream = 0;                     // ...and the sample index (n > 1)
+  // EOS ids: masked, together with params->stop_token_ids, while
+  // output_tokens.size() < params->min_tokens, unless params->ignore_eos (then
+  // EOS does not stop the sequence, so it is never masked).
+  std::span<const int32_t> eos_token_ids;
+};
+
+struct SampleResult {
+  int32_t token = -1;
+  float logprob = 0.0f;  // log_softmax of the raw logits at `token`
+  // The params->logprobs highest raw logprobs, descending (ties: lower id
+  // first). Empty when params->logprobs == 0.
+  std::vector<TokenLogprob> top_logprobs;
+};
+
+class Sampler {
+ public:
+  // `vocab_size` >= 1 (CHECK): the length of every logits row.
+  explicit Sampler(int32_t vocab_size);
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  int32_t vocab_size() const { return vocab_size_; }
+
+  // Samples one token per row into the result at the same index. Rows are
+  // independent. `pool` may be null (rows run on the caller). Scratch buffers
+  // are reused across calls. Programmer errors CHECK-fail: sizes differ, a
+  // null logits/params pointer, a token id outside [0, vocab_size).
+  //
+  // When processing leaves no candidate (every logit -inf or NaN after
+  // masking), the row falls back to the argmax of the raw logits (token 0 if
+  // those are all NaN/-inf too) rather than failing the whole batch.
+  void SampleBatch(std::span<const SamplingRow> rows, std::span<SampleResult> results,
+                   ThreadPool* pool);
+
+ private:
+  // Per-thread working memory, sized to the vocabulary once.
+  struct Scratch {
+    std::vector<float> logits;       // [vocab_size] processed copy of the row
+    std::vector<uint8_t> seen;       // [vocab_size] all zero between uses
+    std::vector<int32_t> counts;     // [vocab_size] all zero between uses
+    std::vector<int32_t> token_ids;  // [vocab_size] for top-logprob selection
+    CandidateList candidates;
+  };
+
+  void SampleRow(const SamplingRow& row, SampleResult* result, Scratch* scratch) const;
+  void ComputeLogprobs(const SamplingRow& row, SampleResult* result, Scratch* scratch) const;
+
+  int32_t vocab_size_;
+  std::vector<Scratch> scratch_;  // one per pool thread index
+};
+
+}  // namespace tandem::sampling
+
+#endif  // TANDEM_ENGINE_SAMPLING_SAMPLER_H_

@@ -1,0 +1,51 @@
+// The per-ISA inner kernels of MatMul: activation quantization (f32 -> BlockQ8A),
+// integer-dot tiles for Q8_0 / Q4_0 / Q4_1 weights, and the f32 dot product of
+// the reference-precision path. One table per ISA; the reference table is the
+// plain scalar twin every optimized table is tested against.
+//
+// Numerics shared by all tables (so results differ only by fp32 summation
+// order): a block's integer dot Σ qw·qx is exact in int32; it is scaled by the
+// float product dw·dx and summed in fp32; Q4_1 adds m·s per block; Q4_0 uses
+// (qw - 8). Within one ISA the result for an (activation row, weight row) pair
+// does not depend on the tile shape, the batch size or the thread count.
+#ifndef TANDEM_KERNELS_CPU_QUANT_KERNELS_H_
+#define TANDEM_KERNELS_CPU_QUANT_KERNELS_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/block_q8a.h"
+#include "kernels/kernels.h"
+
+namespace tandem::kernels {
+
+// out[n / 32] = x[n] quantized block by block; n % 32 == 0.
+// d = max|x| / 127, qs = round-to-nearest-even(x * (1 / d)), s = d * Σ qs.
+using QuantizeRowFn = void (*)(const float* x, int64_t n, BlockQ8A* out);
+
+// y[c * ldy + r] = Σ_b dot(weight row r block b, x[c * nb + b]) for
+// r < num_rows, c < num_x. Weight row r starts at w + r * row_bytes and holds
+// nb blocks of the table's weight type; x: [num_x, nb] BlockQ8A.
+using QuantTileFn = void (*)(const uint8_t* w, int64_t row_bytes, int64_t num_rows,
+                             const BlockQ8A* x, int64_t num_x, int64_t nb, float* y, int64_t ldy);
+
+// Σ a[i] * b[i] over n floats, fp32 accumulation.
+using DotF32Fn = float (*)(const float* a, const float* b, int64_t n);
+
+struct QuantKernels {
+  QuantizeRowFn quantize_row = nullptr;
+  QuantTileFn tile_q8_0 = nullptr;
+  QuantTileFn tile_q4_0 = nullptr;
+  QuantTileFn tile_q4_1 = nullptr;
+  DotF32Fn dot_f32 = nullptr;
+};
+
+const QuantKernels& QuantKernelsRef();
+const QuantKernels& QuantKernelsAvx2();    // callable only when HardwareIsa() >= kAvx2
+const QuantKernels& QuantKernelsAvx512();  // callable only when HardwareIsa() == kAvx512
+
+// The table for ClampIsa(isa).
+const QuantKernels& QuantKernelsFor(Isa isa);
+
+}  // namespace tandem::kernels
+
+#endif  // TANDEM_KERNELS_CPU_QUANT_KERNELS_H_

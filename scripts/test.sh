@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up, builds, fetches the default model and runs every test (CTest: unit,
+# integration, bounded fuzzing). This is what .ci/run runs.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/build.sh
+bash scripts/fetch-model.sh >/dev/null
+ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900

@@ -1,0 +1,119 @@
+#include "worker/step_executor.h"
+
+#include <chrono>
+
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+
+namespace tandem::worker {
+namespace {
+double MillisSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StepExecutor>> StepExecutor::Create(
+    model::Model* model, const StepExecutorConfig& config) {
+  const model::ModelConfig& mc = model->config();
+  kv::KvStorageConfig storage_config;
+  storage_config.num_layers = mc.num_layers;
+  storage_config.num_blocks = config.num_blocks;
+  storage_config.block_size = config.block_size;
+  storage_config.num_kv_heads = mc.num_kv_heads;
+  storage_config.head_dim = mc.head_dim;
+  storage_config.dtype = model->kv_dtype();
+  ASSIGN_OR_RETURN(std::unique_ptr<kv::KvStorage> storage, kv::KvStorage::Create(storage_config));
+  return std::unique_ptr<StepExecutor>(new StepExecutor(model, std::move(storage), config));
+}
+
+StepExecutor::StepExecutor(model::Model* model, std::unique_ptr<kv::KvStorage> storage,
+                           const StepExecutorConfig& config)
+    : model_(model),
+      storage_(std::move(storage)),
+      config_(config),
+      sampler_(model->config().vocab_size) {}
+
+absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
+  auto start = std::chrono::steady_clock::now();
+  StepResult result;
+  result.step_id = plan.step_id;
+  for (SeqId id : plan.finished) sequences_.erase(id);
+  for (const NewSequence& s : plan.new_sequences) {
+    if (sequences_.contains(s.id)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("new sequence %d is already live on this worker", s.id.value()));
+    }
+    sequences_[s.id] = SequenceState{s.prompt_tokens, s.output_tokens, s.params, s.seed, s.stream};
+  }
+  for (const kv::BlockCopy& copy : plan.copies) {
+    for (BlockId b : {copy.src, copy.dst}) {
+      if (b.value() < 0 || b.value() >= config_.num_blocks) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "block copy names block %d: the cache has %d blocks", b.value(), config_.num_blocks));
+      }
+    }
+  }
+  storage_->CopyBlocks(plan.copies);
+  if (plan.sequences.empty()) {
+    result.timings.total_ms = MillisSince(start);
+    return result;
+  }
+
+  batch_.clear();
+  std::vector<SequenceState*> states;
+  states.reserve(plan.sequences.size());
+  for (const SequenceStep& s : plan.sequences) {
+    auto it = sequences_.find(s.id);
+    if (it == sequences_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("sequence %d is not live on this worker", s.id.value()));
+    }
+    states.push_back(&it->second);
+    model::ForwardSequence f;
+    f.tokens = s.tokens;
+    f.start_pos = s.start_pos;
+    f.block_table = s.block_table;
+    f.num_logits = s.sample ? 1 : 0;
+    batch_.push_back(f);
+  }
+  const int64_t vocab = model_->config().vocab_size;
+  const int64_t rows = model::Model::NumLogitRows(batch_);
+  logits_.resize(std::max<int64_t>(1, rows) * vocab);
+  auto forward_start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(model_->Forward(batch_, *storage_, logits_.data()));
+  result.timings.forward_ms = MillisSince(forward_start);
+  for (const SequenceStep& s : plan.sequences) result.timings.num_tokens += s.tokens.size();
+
+  auto sample_start = std::chrono::steady_clock::now();
+  std::vector<sampling::SamplingRow> sample_rows;
+  std::vector<size_t> row_seq;
+  int64_t row = 0;
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    if (!plan.sequences[i].sample) continue;
+    SequenceState* st = states[i];
+    sampling::SamplingRow r;
+    r.logits = logits_.data() + row * vocab;
+    r.params = &st->params;
+    r.prompt_tokens = st->prompt_tokens;
+    r.output_tokens = st->output_tokens;
+    r.seed = st->seed;
+    r.stream = st->stream;
+    r.eos_token_ids = config_.eos_token_ids;
+    sample_rows.push_back(r);
+    row_seq.push_back(i);
+    ++row;
+  }
+  std::vector<sampling::SampleResult> samples(sample_rows.size());
+  sampler_.SampleBatch(sample_rows, samples, model_->pool());
+  for (size_t j = 0; j < samples.size(); ++j) {
+    const SequenceStep& s = plan.sequences[row_seq[j]];
+    states[row_seq[j]]->output_tokens.push_back(samples[j].token);
+    result.results.push_back(SequenceResult{s.id, std::move(samples[j])});
+  }
+  result.timings.sample_ms = MillisSince(sample_start);
+  result.timings.total_ms = MillisSince(start);
+  return result;
+}
+
+}  // namespace tandem::worker

@@ -1,0 +1,68 @@
+// StepExecutor: runs StepPlans on one model replica. It holds the KV storage
+// (never the bookkeeping: block ids come in the plan), each live sequence's
+// history for logits processing, and the sampler. The in-process WorkerGroup
+// and the gRPC worker service both drive one of these.
+//
+// Thread-safety: Execute calls must be serialized (one step at a time).
+#ifndef TANDEM_WORKER_STEP_EXECUTOR_H_
+#define TANDEM_WORKER_STEP_EXECUTOR_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "engine/kv/kv_storage.h"
+#include "engine/model/model.h"
+#include "engine/sampling/sampler.h"
+#include "worker/step_plan.h"
+
+namespace tandem::worker {
+
+struct StepExecutorConfig {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;
+  // Ids that end generation (EOS and end-of-turn tokens): masked while a
+  // sequence is below its min_tokens.
+  std::vector<int32_t> eos_token_ids;
+};
+
+class StepExecutor {
+ public:
+  // Allocates the KV storage for `config.num_blocks` blocks. `model` must
+  // outlive the executor. Fails when the storage cannot be allocated.
+  static absl::StatusOr<std::unique_ptr<StepExecutor>> Create(model::Model* model,
+                                                              const StepExecutorConfig& config);
+
+  // Applies the plan: forgets finished sequences, registers new ones, performs
+  // block copies, runs one forward over every sequence step and samples the
+  // sequences that ask for it. On error (unknown sequence id, invalid tokens
+  // or block ids) nothing is sampled and the sequences' histories are unchanged.
+  absl::StatusOr<StepResult> Execute(const StepPlan& plan);
+
+  int32_t num_live_sequences() const { return static_cast<int32_t>(sequences_.size()); }
+
+ private:
+  struct SequenceState {
+    std::vector<int32_t> prompt_tokens;
+    std::vector<int32_t> output_tokens;
+    sampling::SamplingParams params;
+    uint64_t seed = 0;
+    uint64_t stream = 0;
+  };
+
+  StepExecutor(model::Model* model, std::unique_ptr<kv::KvStorage> storage,
+               const StepExecutorConfig& config);
+
+  model::Model* model_;
+  std::unique_ptr<kv::KvStorage> storage_;
+  StepExecutorConfig config_;
+  sampling::Sampler sampler_;
+  absl::flat_hash_map<SeqId, SequenceState> sequences_;
+  std::vector<model::ForwardSequence> batch_;
+  std::vector<float> logits_;  // [rows, vocab]
+};
+
+}  // namespace tandem::worker
+
+#endif  // TANDEM_WORKER_STEP_EXECUTOR_H_

@@ -1,0 +1,66 @@
+// StepPlan / StepResult: one scheduler iteration for one worker group, in
+// native form. The gRPC TargetWorker.Step message (cluster issue) is this
+// struct on the wire: new sequences are sent once, later steps carry only the
+// tokens to compute, block tables, copy-on-write copies and finished ids.
+#ifndef TANDEM_WORKER_STEP_PLAN_H_
+#define TANDEM_WORKER_STEP_PLAN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "common/strong_id.h"
+#include "engine/kv/kv_manager.h"
+#include "engine/sampling/sampler.h"
+#include "engine/sampling/sampling_params.h"
+
+namespace tandem::worker {
+
+// A sequence the worker has not seen: its history (for penalties, min_tokens
+// and the RNG step counter) and how to sample it.
+struct NewSequence {
+  SeqId id;
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> output_tokens;  // non-empty when re-admitted after preemption
+  sampling::SamplingParams params;
+  uint64_t seed = 0;
+  uint64_t stream = 0;  // sample index within the request (n > 1)
+};
+
+// The work of one sequence in this step.
+struct SequenceStep {
+  SeqId id;
+  std::vector<int32_t> tokens;         // tokens whose K/V this step computes
+  int32_t start_pos = 0;               // position of tokens[0]
+  std::vector<BlockId> block_table;    // covers [0, start_pos + tokens.size())
+  bool sample = false;                 // sample the next token after the last one
+};
+
+struct StepPlan {
+  int64_t step_id = 0;
+  std::vector<SeqId> finished;          // forget these sequences first
+  std::vector<NewSequence> new_sequences;
+  std::vector<kv::BlockCopy> copies;    // copy-on-write, before the forward
+  std::vector<SequenceStep> sequences;
+};
+
+struct SequenceResult {
+  SeqId id;
+  sampling::SampleResult sample;
+};
+
+struct StepTimings {
+  double forward_ms = 0;
+  double sample_ms = 0;
+  double total_ms = 0;
+  int64_t num_tokens = 0;  // tokens computed by the forward
+};
+
+struct StepResult {
+  int64_t step_id = 0;
+  std::vector<SequenceResult> results;  // one per sequence with sample = true, in plan order
+  StepTimings timings;
+};
+
+}  // namespace tandem::worker
+
+#endif  // TANDEM_WORKER_STEP_PLAN_H_
