@@ -5,6 +5,7 @@
 // Thread model: the main thread parses flags and runs the scheduler loop; the
 // model's thread pool (--threads, default every core) runs each forward.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,10 @@
 #include "client/tokenize_command.h"
 
 ABSL_FLAG(std::string, model, "", "Path of the GGUF model");
-ABSL_FLAG(std::string, prompt, "", "Prompt text (special-token strings are parsed)");
-ABSL_FLAG(std::string, chat, "", "A user message, wrapped in the model's chat template");
+ABSL_FLAG(std::optional<std::string>, prompt, std::nullopt,
+          "Prompt text (special-token strings are parsed)");
+ABSL_FLAG(std::optional<std::string>, chat, std::nullopt,
+          "A user message, wrapped in the model's chat template");
 ABSL_FLAG(std::string, prompt_ids, "", "Prompt as comma-separated token ids");
 ABSL_FLAG(std::string, requests, "", "JSONL file: one request per line (run); --json output");
 ABSL_FLAG(int32_t, max_tokens, 256, "Maximum new tokens per sequence");
@@ -64,9 +67,33 @@ bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
 
 }  // namespace
 
+// Accepts the documented --dashed-flag spelling: Abseil flag names use
+// underscores, so "--max-tokens=5" becomes "--max_tokens=5" (values untouched).
+std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
+  std::vector<std::string> out;
+  bool flags_done = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") flags_done = true;
+    if (!flags_done && i > 0 && arg.size() > 2 && arg[0] == '-' && arg[1] == '-') {
+      size_t end = arg.find('=');
+      if (end == std::string::npos) end = arg.size();
+      for (size_t k = 2; k < end; ++k) {
+        if (arg[k] == '-') arg[k] = '_';
+      }
+    }
+    out.push_back(std::move(arg));
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("tandem run|tokenize --model PATH [flags]");
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> normalized = NormalizeFlagNames(argc, argv);
+  std::vector<char*> normalized_argv;
+  for (std::string& a : normalized) normalized_argv.push_back(a.data());
+  std::vector<char*> args =
+      absl::ParseCommandLine(static_cast<int>(normalized_argv.size()), normalized_argv.data());
   if (args.size() != 2) return Usage();
   const std::string command = args[1];
   const std::string model = absl::GetFlag(FLAGS_model);
@@ -84,8 +111,16 @@ int main(int argc, char** argv) {
 
   tandem::client::RunOptions o;
   o.model_path = model;
-  if (!absl::GetFlag(FLAGS_prompt).empty()) o.prompt = absl::GetFlag(FLAGS_prompt);
-  if (!absl::GetFlag(FLAGS_chat).empty()) o.chat = absl::GetFlag(FLAGS_chat);
+  o.prompt = absl::GetFlag(FLAGS_prompt);
+  o.chat = absl::GetFlag(FLAGS_chat);
+  // Abseil reads an empty value of an optional flag as "unset"; an explicitly
+  // empty prompt must still reach validation (and be rejected there).
+  for (size_t i = 1; i < normalized.size(); ++i) {
+    const std::string& a = normalized[i];
+    bool empty_next = i + 1 < normalized.size() && normalized[i + 1].empty();
+    if (a == "--prompt=" || (a == "--prompt" && empty_next)) o.prompt = "";
+    if (a == "--chat=" || (a == "--chat" && empty_next)) o.chat = "";
+  }
   if (!absl::GetFlag(FLAGS_requests).empty()) o.requests_file = absl::GetFlag(FLAGS_requests);
   if (!absl::GetFlag(FLAGS_prompt_ids).empty()) {
     std::vector<int32_t> ids;

@@ -73,7 +73,8 @@ absl::StatusOr<std::vector<int32_t>> PromptTokens(const tokenizer::Tokenizer& to
   if (r.prompt_token_ids) return *r.prompt_token_ids;
   if (r.prompt) return tok.Encode(*r.prompt, /*add_special=*/true, /*parse_special=*/true);
   ASSIGN_OR_RETURN(std::string text,
-                   tokenizer::ApplyChatTemplate(vocab, r.messages, /*add_generation_prompt=*/true));
+                   tokenizer::ApplyChatTemplate(r.messages, /*add_generation_prompt=*/true,
+                                                vocab.chat_template));
   return tok.Encode(text, /*add_special=*/true, /*parse_special=*/true);
 }
 

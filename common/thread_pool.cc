@@ -1,5 +1,7 @@
 #include "common/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -15,7 +17,8 @@ inline void CpuRelax() {
 #endif
 }
 // How long an idle worker spins before sleeping on the condition variable.
-constexpr auto kSpinDuration = std::chrono::microseconds(2000);
+constexpr auto kSpinDuration = std::chrono::microseconds(500);
+constexpr uint64_t kIndexMask = 0xffffffffull;
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
@@ -29,66 +32,87 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
     stop_.store(true);
-    generation_.fetch_add(1);
+    // An empty job of a new generation wakes every worker to see stop_.
+    job_num_chunks_ = 0;
+    claim_.store(static_cast<uint64_t>(++generation_) << 32, std::memory_order_release);
   }
   sleep_cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::RunChunk(int thread_index) {
-  int64_t per = (job_n_ + job_threads_ - 1) / job_threads_;
-  int64_t begin = std::min<int64_t>(job_n_, per * thread_index);
-  int64_t end = std::min<int64_t>(job_n_, begin + per);
-  if (begin < end) (*job_)(thread_index, begin, end);
+void ThreadPool::RunChunks(int thread_index, uint32_t generation) {
+  while (true) {
+    uint64_t c = claim_.load(std::memory_order_acquire);
+    if ((c >> 32) != generation) return;
+    uint32_t index = static_cast<uint32_t>(c & kIndexMask);
+    // Read the job before claiming: a successful claim proves the job was
+    // still this generation's (it is replaced only after all chunks are done).
+    const auto* job = job_;
+    int64_t n = job_n_;
+    int64_t chunk = job_chunk_;
+    uint32_t num_chunks = job_num_chunks_;
+    if (index >= num_chunks) return;
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
+    int64_t begin = static_cast<int64_t>(index) * chunk;
+    int64_t end = std::min(n, begin + chunk);
+    (*job)(thread_index, begin, end);
+    chunks_done_.fetch_add(1, std::memory_order_acq_rel);
+  }
 }
 
 void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
                              const std::function<void(int, int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  int64_t max_threads = std::max<int64_t>(1, n / std::max<int64_t>(1, min_chunk));
-  int threads = static_cast<int>(std::min<int64_t>(num_threads(), max_threads));
-  if (threads <= 1) {
+  int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, min_chunk));
+  int64_t num_chunks = std::min<int64_t>(num_threads(), max_chunks);
+  if (num_chunks <= 1) {
     fn(0, 0, n);
     return;
   }
   job_ = &fn;
   job_n_ = n;
-  job_threads_ = threads;
-  pending_.store(threads - 1, std::memory_order_relaxed);
+  job_chunk_ = (n + num_chunks - 1) / num_chunks;
+  job_num_chunks_ = static_cast<uint32_t>((n + job_chunk_ - 1) / job_chunk_);
+  chunks_done_.store(0, std::memory_order_relaxed);
   {
     // Publishing under the mutex pairs with the sleepers' predicate check, so
-    // no wake-up is lost; spinning workers see the generation change directly.
+    // no wake-up is lost; spinning workers see the claim word change directly.
     std::lock_guard<std::mutex> lock(sleep_mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    claim_.store(static_cast<uint64_t>(++generation_) << 32, std::memory_order_release);
   }
   if (num_sleeping_.load(std::memory_order_acquire) > 0) sleep_cv_.notify_all();
-  RunChunk(0);
-  while (pending_.load(std::memory_order_acquire) > 0) CpuRelax();
-  job_ = nullptr;
+  RunChunks(0, generation_);
+  int spins = 0;
+  while (chunks_done_.load(std::memory_order_acquire) < job_num_chunks_) {
+    if (++spins < 4096) {
+      CpuRelax();
+    } else {
+      sched_yield();  // a worker holding a chunk was descheduled
+    }
+  }
 }
 
 void ThreadPool::WorkerLoop(int worker_index) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   while (true) {
     auto spin_start = std::chrono::steady_clock::now();
-    uint64_t gen;
+    uint32_t gen;
     int spins = 0;
-    while ((gen = generation_.load(std::memory_order_acquire)) == seen) {
+    while ((gen = static_cast<uint32_t>(claim_.load(std::memory_order_acquire) >> 32)) == seen) {
       CpuRelax();
       if (++spins % 1024 == 0 && std::chrono::steady_clock::now() - spin_start > kSpinDuration) {
         std::unique_lock<std::mutex> lock(sleep_mutex_);
         num_sleeping_.fetch_add(1);
-        sleep_cv_.wait(lock, [&] { return generation_.load() != seen; });
+        sleep_cv_.wait(lock, [&] {
+          return static_cast<uint32_t>(claim_.load(std::memory_order_acquire) >> 32) != seen;
+        });
         num_sleeping_.fetch_sub(1);
         spin_start = std::chrono::steady_clock::now();
       }
     }
     seen = gen;
     if (stop_.load()) return;
-    if (worker_index < job_threads_) {
-      RunChunk(worker_index);
-      pending_.fetch_sub(1, std::memory_order_acq_rel);
-    }
+    RunChunks(worker_index, gen);
   }
 }
 

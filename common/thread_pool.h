@@ -31,22 +31,32 @@ class ThreadPool {
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls fn(thread_index, begin, end) over [0, n) split into contiguous
-  // chunks of at least `min_chunk` items, one chunk per participating thread
-  // (thread_index in [0, num_threads())). Returns when every chunk is done.
+  // chunks of at least `min_chunk` items (about one chunk per thread).
+  // thread_index in [0, num_threads()) identifies the executing thread: two
+  // concurrent calls of fn never share one, so it can index per-thread
+  // scratch. Chunks are claimed dynamically: when a worker is descheduled
+  // (an oversubscribed machine) the caller runs its chunks instead of waiting.
+  // Returns when every chunk is done.
   void ParallelFor(int64_t n, int64_t min_chunk,
                    const std::function<void(int, int64_t, int64_t)>& fn);
 
  private:
   void WorkerLoop(int worker_index);
-  void RunChunk(int thread_index);
+  // Claims and runs chunks of the job published as `generation` until none
+  // are left. Returns false when the job was replaced meanwhile.
+  void RunChunks(int thread_index, uint32_t generation);
 
   std::vector<std::thread> workers_;
-  // Current job, published by bumping generation_.
+  // The job of the current generation; written only while no chunk of the
+  // previous generation is outstanding, published by claim_ (release).
   const std::function<void(int, int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
-  int job_threads_ = 0;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  int64_t job_chunk_ = 0;
+  uint32_t job_num_chunks_ = 0;
+  // (generation << 32) | next unclaimed chunk index.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<uint32_t> chunks_done_{0};
+  uint32_t generation_ = 0;  // caller-side copy
   std::atomic<bool> stop_{false};
   std::mutex sleep_mutex_;
   std::condition_variable sleep_cv_;

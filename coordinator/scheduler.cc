@@ -174,7 +174,7 @@ void Scheduler::Admit(RequestState* r) {
     s->index = index;
     s->tokens = r->request.prompt_tokens;
     s->prompt_len = static_cast<int32_t>(s->tokens.size());
-    s->detokenizer = std::make_unique<tokenizer::IncrementalDetokenizer>(tokenizer_);
+    s->detokenizer = std::make_unique<tokenizer::IncrementalDetokenizer>(*tokenizer_, /*skip_special=*/true);
     s->stop_checker = std::make_unique<sampling::StopChecker>(r->request.params.stop);
     return s;
   };
@@ -301,7 +301,7 @@ absl::StatusOr<bool> Scheduler::Step() {
 
   if (plan.sequences.empty() && plan.finished.empty() && plan.new_sequences.empty()) {
     // Nothing ran; requests finished by cancellation may still need reporting.
-    std::erase_if(requests_, [](const auto& kv) { return kv.second->done; });
+    EraseDoneRequests();
     return false;
   }
 
@@ -315,7 +315,7 @@ absl::StatusOr<bool> Scheduler::Step() {
     for (RequestState* r : affected) {
       if (!r->done) FailRequest(r, error);
     }
-    std::erase_if(requests_, [](const auto& kv) { return kv.second->done; });
+    EraseDoneRequests();
     return result.status();
   }
   stats_.forward_ms += result->timings.forward_ms;
@@ -338,8 +338,18 @@ absl::StatusOr<bool> Scheduler::Step() {
       ForkChildren(seq);
     }
   }
-  std::erase_if(requests_, [](const auto& kv) { return kv.second->done; });
+  EraseDoneRequests();
   return true;
+}
+
+void Scheduler::EraseDoneRequests() {
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    if (it->second->done) {
+      requests_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void Scheduler::Preempt(Sequence* seq) {

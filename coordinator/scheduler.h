@@ -83,6 +83,7 @@ class Scheduler {
   void FailRequest(RequestState* request, const std::string& error);
   void MaybeCompleteRequest(RequestState* request);
   void ReleaseSequence(Sequence* seq);
+  void EraseDoneRequests();
   SeqId NextSeqId() { return SeqId(next_seq_id_++); }
 
   SchedulerConfig config_;

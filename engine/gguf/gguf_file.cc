@@ -22,12 +22,16 @@ namespace {
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read little-endian
 // Fewest bytes a metadata entry can take: key length (8) + type (4) + a
 // one-byte value. A tensor info: name length (8) + n_dims (4) + one dim (8)
-// + type (4) + offset (8). Counts are bounded by the bytes remaining with these.
+// + type (4) + offset (8). Counts are bounded by the bytes remaining with these
+// (DataLoss: a count the file cannot hold means a truncated or corrupt file).
 constexpr uint64_t kMinMetadataEntryBytes = 13;
 constexpr uint64_t kMinTensorInfoBytes = 32;
 
+// Debian's Abseil has its own string_view type; convert at the boundary.
+absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
 absl::Status Annotate(const absl::Status& status, std::string_view context) {
-  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+  return absl::Status(status.code(), absl::StrCat(AbslView(context), ": ", status.message()));
 }
 
 std::string ErrnoMessage(int error) { return std::generic_category().message(error); }
@@ -139,13 +143,13 @@ absl::Status GgufFile::Parse() {
   RETURN_IF_ERROR(reader.Read(&num_tensors, "tensor count"));
   RETURN_IF_ERROR(reader.Read(&num_metadata, "metadata count"));
   if (num_tensors > reader.remaining() / kMinTensorInfoBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return absl::DataLossError(absl::StrFormat(
         "tensor count %d is impossible: each tensor needs at least %d bytes but only %d bytes "
         "remain in '%s'",
         num_tensors, kMinTensorInfoBytes, reader.remaining(), source_));
   }
   if (num_metadata > reader.remaining() / kMinMetadataEntryBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return absl::DataLossError(absl::StrFormat(
         "metadata count %d is impossible: each entry needs at least %d bytes but only %d bytes "
         "remain in '%s'",
         num_metadata, kMinMetadataEntryBytes, reader.remaining(), source_));
@@ -266,10 +270,9 @@ absl::Status GgufFile::PlaceTensors() {
     }
     if (info.offset > data_size || info.num_bytes > data_size - info.offset) {
       return absl::DataLossError(absl::StrFormat(
-          "tensor '%s' in '%s' occupies bytes [%d, %d) of the data section but it holds only %d "
-          "bytes (file size %d, data at offset %d); the file is truncated or corrupt",
-          info.name, source_, info.offset, info.offset + info.num_bytes, data_size, size_,
-          data_offset_));
+          "tensor '%s' in '%s' occupies %d bytes at offset %d of the data section but it holds "
+          "only %d bytes (file size %d, data at offset %d); the file is truncated or corrupt",
+          info.name, source_, info.num_bytes, info.offset, data_size, size_, data_offset_));
     }
     info.data = bytes_ + data_offset_ + info.offset;
   }
@@ -292,12 +295,12 @@ absl::Status GgufFile::PlaceTensors() {
 }
 
 const TensorInfo* GgufFile::FindTensor(std::string_view name) const {
-  auto it = tensor_index_.find(name);
+  auto it = tensor_index_.find(AbslView(name));
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
 const MetadataValue* GgufFile::FindMetadata(std::string_view key) const {
-  auto it = metadata_index_.find(key);
+  auto it = metadata_index_.find(AbslView(key));
   return it == metadata_index_.end() ? nullptr : &metadata_[it->second].second;
 }
 

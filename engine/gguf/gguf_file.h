@@ -64,6 +64,8 @@ class GgufFile {
   // Absolute file offset of the data section (tensor offsets are relative to it).
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return size_; }
+  // The whole file, file_size() bytes (the mapping or the owned buffer).
+  const uint8_t* file_bytes() const { return bytes_; }
   // The path, or "<buffer>" for FromBuffer; used in messages.
   const std::string& source() const { return source_; }
 

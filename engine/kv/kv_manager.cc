@@ -26,13 +26,20 @@ absl::Status ValidateKvManagerConfig(const KvManagerConfig& config) {
   return absl::OkStatus();
 }
 
-KvManager::KvManager(const KvManagerConfig& config)
-    : config_(config),
-      pool_(config.num_blocks),
-      cache_(config.num_blocks, std::max(config.block_size, 1)) {
+namespace {
+
+const KvManagerConfig& CheckedConfig(const KvManagerConfig& config) {
   absl::Status status = ValidateKvManagerConfig(config);
   CHECK(status.ok(), "%s", status.ToString());
+  return config;
 }
+
+}  // namespace
+
+KvManager::KvManager(const KvManagerConfig& config)
+    : config_(CheckedConfig(config)),
+      pool_(config.num_blocks),
+      cache_(config.num_blocks, config.block_size) {}
 
 KvManager::Table& KvManager::MutableTable(SeqId seq) {
   auto it = tables_.find(seq);

@@ -8,14 +8,23 @@
 
 namespace tandem::sampling {
 namespace {
-// Smallest head SortPrefix sorts at once: below this, nth_element's overhead
-// dominates and a second call would likely follow.
-constexpr size_t kMinSortChunk = 64;
+
+// Smallest head sorted at once, and the range size below which selection
+// just sorts: under this, nth_element's overhead dominates.
+constexpr size_t kSortChunk = 64;
+
+using Iter = std::vector<Candidate>::iterator;
+
+inline Iter At(std::vector<Candidate>& v, size_t i) {
+  return v.begin() + static_cast<std::ptrdiff_t>(i);
+}
+
 }  // namespace
 
 void CandidateList::Reset(std::span<const float> logits) {
   items_.clear();
   num_sorted_ = 0;
+  num_head_set_ = 0;
   constexpr float kMax = std::numeric_limits<float>::max();
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (size_t i = 0; i < logits.size(); ++i) {
@@ -28,18 +37,22 @@ void CandidateList::Reset(std::span<const float> logits) {
 void CandidateList::SortPrefix(size_t n) {
   n = std::min(n, items_.size());
   if (n <= num_sorted_) return;
-  const size_t target = std::min(items_.size(), std::max({n, 2 * num_sorted_, kMinSortChunk}));
-  auto begin = items_.begin() + static_cast<std::ptrdiff_t>(num_sorted_);
-  auto mid = items_.begin() + static_cast<std::ptrdiff_t>(target);
-  if (mid != items_.end()) std::nth_element(begin, mid, items_.end(), CandidateBefore);
-  std::sort(begin, mid, CandidateBefore);
+  const size_t target = std::min(items_.size(), std::max({n, 2 * num_sorted_, kSortChunk}));
+  if (target < items_.size()) {
+    std::nth_element(At(items_, num_sorted_), At(items_, target), items_.end(), CandidateBefore);
+  }
+  std::sort(At(items_, num_sorted_), At(items_, target), CandidateBefore);
   num_sorted_ = target;
+  num_head_set_ = 0;
 }
 
-void CandidateList::TruncateSorted(size_t n) {
-  CHECK(n <= num_sorted_, "truncation to %zu exceeds the sorted head of %zu", n, num_sorted_);
+void CandidateList::KeepHead(size_t n) {
+  CHECK(n <= std::max(num_sorted_, num_head_set_),
+        "KeepHead(%zu) beyond the known canonical head (sorted %zu, selected %zu)", n,
+        num_sorted_, num_head_set_);
   items_.resize(n);
-  num_sorted_ = n;
+  num_sorted_ = std::min(num_sorted_, n);
+  num_head_set_ = 0;
 }
 
 void CandidateList::KeepAtLeast(float threshold) {
@@ -55,17 +68,55 @@ void CandidateList::KeepAtLeast(float threshold) {
   // A dropped head element means every later element is dropped too (they are
   // all lower), so the survivors of the head are still a prefix.
   num_sorted_ = sorted_out;
+  num_head_set_ = 0;
 }
 
-float CandidateList::KthLargestValue(size_t k) {
-  CHECK(k >= 1 && k <= items_.size(), "k %zu is out of range [1, %zu]", k, items_.size());
-  if (k <= num_sorted_) return items_[k - 1].value;
-  auto kth = items_.begin() + static_cast<std::ptrdiff_t>(k - 1);
-  std::nth_element(items_.begin() + static_cast<std::ptrdiff_t>(num_sorted_), kth, items_.end(),
-                   CandidateBefore);
-  // nth_element leaves [num_sorted_, k-1) unordered, so only the old head
-  // stays sorted; it is untouched, so keep it.
-  return kth->value;
+size_t CandidateList::FindMassCrossing(double target, MassCrossing mode) {
+  const auto crossed = [&](double mass) {
+    return mode == MassCrossing::kReaches ? mass >= target : mass > target;
+  };
+  num_head_set_ = 0;
+  SortPrefix(kSortChunk);
+  double mass = 0.0;
+  for (size_t i = 0; i < num_sorted_; ++i) {
+    mass += items_[i].value;
+    if (crossed(mass)) {
+      num_head_set_ = i + 1;
+      return i;
+    }
+  }
+  // Invariant: everything before lo precedes [lo, hi), which precedes
+  // everything from hi on; `mass` is the mass before lo; the crossing, if
+  // any, lies in [lo, hi).
+  size_t lo = num_sorted_;
+  size_t hi = items_.size();
+  while (hi - lo > kSortChunk) {
+    const size_t mid = lo + (hi - lo) / 2;
+    std::nth_element(At(items_, lo), At(items_, mid), At(items_, hi), CandidateBefore);
+    double left = 0.0;
+    for (size_t i = lo; i <= mid; ++i) left += items_[i].value;
+    if (crossed(mass + left)) {
+      hi = mid + 1;
+    } else {
+      mass += left;
+      lo = mid + 1;
+    }
+  }
+  std::sort(At(items_, lo), At(items_, hi), CandidateBefore);
+  for (size_t i = lo; i < hi; ++i) {
+    mass += items_[i].value;
+    if (crossed(mass)) {
+      num_head_set_ = i + 1;
+      return i;
+    }
+  }
+  if (hi < items_.size()) {
+    // The halving step saw the crossing at hi - 1, but summing the range one
+    // by one rounded differently and fell an ulp short: the crossing is hi - 1.
+    num_head_set_ = hi;
+    return hi - 1;
+  }
+  return items_.size();
 }
 
 double CandidateList::ToWeights() {
@@ -76,6 +127,7 @@ double CandidateList::ToWeights() {
     sum += c.value;
   }
   num_sorted_ = 0;
+  num_head_set_ = 0;
   return sum;
 }
 

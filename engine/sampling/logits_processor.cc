@@ -1,7 +1,9 @@
 #include "engine/sampling/logits_processor.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <limits>
 
 #include "common/logging.h"
@@ -84,25 +86,50 @@ int32_t Argmax(std::span<const float> logits) {
   return best;
 }
 
-void ApplyTopK(int32_t k, CandidateList* candidates) {
-  if (k <= 0 || static_cast<size_t>(k) >= candidates->size()) return;
-  candidates->KeepAtLeast(candidates->KthLargestValue(static_cast<size_t>(k)));
+void ApplyTopK(int32_t k, std::span<float> logits, std::vector<float>* scratch) {
+  if (k <= 0 || static_cast<size_t>(k) >= logits.size()) return;
+  const size_t kk = static_cast<size_t>(k);
+  std::vector<float>& values = *scratch;
+  values.clear();
+  float threshold;
+  if (kk * 8 <= logits.size()) {
+    // values is a min-heap of the k largest live logits seen so far; after
+    // it fills, most logits cost one compare against its top.
+    const auto greater = std::greater<float>();
+    for (float l : logits) {
+      if (!(l > kNegInf)) continue;  // -inf and NaN
+      if (values.size() < kk) {
+        values.push_back(l);
+        std::push_heap(values.begin(), values.end(), greater);
+      } else if (l > values.front()) {
+        std::pop_heap(values.begin(), values.end(), greater);
+        values.back() = l;
+        std::push_heap(values.begin(), values.end(), greater);
+      }
+    }
+    if (values.size() < kk) return;
+    threshold = values.front();
+  } else {
+    for (float l : logits) {
+      if (l > kNegInf) values.push_back(l);
+    }
+    if (values.size() <= kk) return;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(kk - 1),
+                     values.end(), std::greater<float>());
+    threshold = values[kk - 1];
+  }
+  for (float& l : logits) {
+    if (l < threshold) l = kNegInf;
+  }
 }
 
 void ApplyTopP(float top_p, CandidateList* candidates) {
   if (top_p >= 1.0f || candidates->empty()) return;
   const double target = static_cast<double>(top_p) * candidates->Sum();
-  double mass = 0.0;
-  size_t keep = 0;
-  while (keep < candidates->size() && mass < target) {
-    if (keep == candidates->num_sorted()) candidates->SortPrefix(keep + 1);
-    mass += (*candidates)[keep].value;
-    ++keep;
-  }
-  // Rounding can leave mass just short of target after the last candidate;
-  // then everything stays, which is the right answer anyway.
-  candidates->SortPrefix(keep);
-  candidates->TruncateSorted(keep);
+  const size_t last = candidates->FindMassCrossing(target, MassCrossing::kReaches);
+  // Not reached only when rounding leaves the full mass an ulp short of a
+  // target near it; then everything stays, which is the right answer anyway.
+  if (last < candidates->size()) candidates->KeepHead(last + 1);
 }
 
 void ApplyMinP(float min_p, CandidateList* candidates) {
@@ -113,18 +140,15 @@ void ApplyMinP(float min_p, CandidateList* candidates) {
 int32_t DrawInverseCdf(double u, CandidateList* candidates) {
   CHECK(!candidates->empty(), "draw from an empty candidate list");
   const double target = u * candidates->Sum();
-  double mass = 0.0;
-  candidates->SortPrefix(1);
-  int32_t last_positive = (*candidates)[0].token;
-  for (size_t i = 0; i < candidates->size(); ++i) {
-    if (i == candidates->num_sorted()) candidates->SortPrefix(i + 1);
-    const Candidate& c = (*candidates)[i];
-    if (c.value <= 0.0f) continue;
-    mass += c.value;
-    last_positive = c.token;
-    if (mass > target) return c.token;
+  const size_t i = candidates->FindMassCrossing(target, MassCrossing::kExceeds);
+  if (i < candidates->size()) return (*candidates)[i].token;
+  // Rounding left the walk short of u * total (u within an ulp of 1): the
+  // answer is the canonically last candidate of positive weight.
+  const Candidate* last = nullptr;
+  for (const Candidate& c : candidates->items()) {
+    if (c.value > 0.0f && (last == nullptr || CandidateBefore(*last, c))) last = &c;
   }
-  return last_positive;
+  return last != nullptr ? last->token : (*candidates)[0].token;
 }
 
 }  // namespace tandem::sampling

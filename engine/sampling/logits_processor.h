@@ -1,17 +1,19 @@
 // Logits processing for one row: the stages between the model's raw logits
 // and the distribution a token is drawn from. The Sampler applies them in
-// vLLM's order (v0 sampler; also llama.cpp's default chain minus typical-p):
+// vLLM's v0 sampler order (vLLM v1 moved min-p ahead of top-k/top-p, and
+// llama.cpp applies temperature last; min-p after truncation is the order
+// this engine documents and tests):
 //
 //   1. min-tokens mask    MaskTokens: EOS / stop ids → -inf while too short
 //   2. repetition penalty ApplyRepetitionPenalty  (prompt + generated, once per id)
 //   3. frequency/presence ApplyFrequencyPresencePenalties (generated, by count)
 //   4. temperature        ApplyTemperature (or, at temperature 0, Argmax → done)
 //   5. top-k              ApplyTopK      on logits, ties at the k-th value kept
-//   6. softmax            CandidateList::ToWeights
+//   6. softmax            CandidateList::Reset (drops -inf) + ToWeights
 //   7. top-p              ApplyTopP      smallest head with mass >= top_p
 //   8. min-p              ApplyMinP      drop probability < min_p * max probability
 //
-// Stages 1-4 work in place on a float row [vocab_size]; 5-8 on a
+// Stages 1-5 work in place on a float row [vocab_size]; 6-8 on a
 // CandidateList built from it. Masking to -inf commutes with 2-4, so its place
 // only matters for readability.
 //
@@ -22,6 +24,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/sampling/candidate_list.h"
 
@@ -54,16 +57,17 @@ void ApplyTemperature(std::span<float> logits, float temperature);
 // chosen. Returns -1 when every logit is -inf or NaN.
 int32_t Argmax(std::span<const float> logits);
 
-// Keeps the candidates whose logit is >= the k-th largest logit (so ties at
-// the boundary all stay, as in vLLM). No-op for k <= 0 or k >= size. Costs
-// O(size) (nth_element), not a sort. Call before ToWeights.
-void ApplyTopK(int32_t k, CandidateList* candidates);
+// Sets to -inf every logit below the k-th largest (so ties at the boundary
+// all stay, as in vLLM); NaN and -inf never count among the k. No-op for
+// k <= 0 or fewer than k+1 live logits. O(vocab): a size-k min-heap pass for
+// small k (a few compares per logit), nth_element on a copy otherwise; no
+// sort. `scratch` is reused working memory.
+void ApplyTopK(int32_t k, std::span<float> logits, std::vector<float>* scratch);
 
 // Nucleus filter over weights (call after ToWeights): keeps the shortest head
 // of the canonical order whose mass reaches top_p * total, i.e. a candidate
 // stays iff the mass strictly before it is < top_p * total (the best one
-// always stays). Sorts only as much of the head as it walks. No-op for
-// top_p >= 1. Leaves the whole surviving list sorted.
+// always stays). Expected O(size), no full sort. No-op for top_p >= 1.
 void ApplyTopP(float top_p, CandidateList* candidates);
 
 // Keeps the candidates whose weight is >= min_p * (largest weight), which is
@@ -71,10 +75,11 @@ void ApplyTopP(float top_p, CandidateList* candidates);
 // ToWeights.
 void ApplyMinP(float min_p, CandidateList* candidates);
 
-// Inverse-CDF draw: walks the candidates in canonical order (sorting lazily)
-// and returns the token at which the running weight first exceeds u * total,
-// u in [0, 1). Rounding that leaves the walk short picks the last candidate of
-// positive weight. Requires a non-empty list (CHECK).
+// Inverse-CDF draw: returns the token at which the running weight, walking
+// the candidates in canonical order, first exceeds u * total, u in [0, 1).
+// Expected O(size) (CandidateList::FindMassCrossing). Rounding that leaves the
+// walk short picks the last candidate of positive weight. Requires a
+// non-empty list (CHECK).
 int32_t DrawInverseCdf(double u, CandidateList* candidates);
 
 }  // namespace tandem::sampling

@@ -12,8 +12,6 @@
 namespace tandem::sampling {
 namespace {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
 // NaN ranks below everything, so orderings over raw logits stay strict weak.
 inline float RankKey(float logit) {
   return std::isnan(logit) ? -std::numeric_limits<float>::infinity() : logit;
@@ -74,10 +72,10 @@ void Sampler::SampleRow(const SamplingRow& row, SampleResult* result, Scratch* s
     token = Argmax(logits);
   } else {
     if (p.temperature != 1.0f) ApplyTemperature(logits, p.temperature);
+    ApplyTopK(p.top_k, logits, &scratch->top_k);
     CandidateList& candidates = scratch->candidates;
     candidates.Reset(logits);
     if (!candidates.empty()) {
-      ApplyTopK(p.top_k, &candidates);
       candidates.ToWeights();
       ApplyTopP(p.top_p, &candidates);
       ApplyMinP(p.min_p, &candidates);
@@ -96,14 +94,16 @@ void Sampler::ComputeLogprobs(const SamplingRow& row, SampleResult* result,
                               Scratch* scratch) const {
   const float* raw = row.logits;
   const size_t v = static_cast<size_t>(vocab_size_);
-  double max_logit = kNegInf;
-  for (size_t i = 0; i < v; ++i) max_logit = std::max(max_logit, static_cast<double>(RankKey(raw[i])));
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < v; ++i) max_logit = std::max(max_logit, RankKey(raw[i]));
+  // Terms in float (exp in float is several times cheaper and exact to an
+  // ulp, while x - max is exact), accumulated in double.
   double sum = 0.0;
   if (std::isfinite(max_logit)) {
-    for (size_t i = 0; i < v; ++i) sum += std::exp(static_cast<double>(RankKey(raw[i])) - max_logit);
+    for (size_t i = 0; i < v; ++i) sum += std::exp(RankKey(raw[i]) - max_logit);
   }
   // log_softmax(x)_i = x_i - (max + log(sum exp(x - max))).
-  const double log_normalizer = max_logit + std::log(sum);
+  const double log_normalizer = static_cast<double>(max_logit) + std::log(sum);
   auto logprob = [&](int32_t id) {
     return static_cast<float>(static_cast<double>(RankKey(raw[id])) - log_normalizer);
   };

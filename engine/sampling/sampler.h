@@ -38,14 +38,14 @@ struct TokenLogprob {
 struct SamplingRow {
   const float* logits = nullptr;           // [vocab_size], raw model output (not modified)
   const SamplingParams* params = nullptr;  // validated (ValidateSamplingParams) by the caller
-  std::span<const int32_t> prompt_tokens;  // for the repetition penalty
-  std::span<const int32_t> output_tokens;  // generated so far (penalties, min_tokens, RNG step)
+  std::span<const int32_t> prompt_tokens = {};  // for the repetition penalty
+  std::span<const int32_t> output_tokens = {};  // generated so far (penalties, min_tokens, RNG step)
   uint64_t seed = 0;                       // RNG identity: the request's seed...
   uint64_t stream = 0;                     // ...and the sample index (n > 1)
   // EOS ids: masked, together with params->stop_token_ids, while
   // output_tokens.size() < params->min_tokens, unless params->ignore_eos (then
   // EOS does not stop the sequence, so it is never masked).
-  std::span<const int32_t> eos_token_ids;
+  std::span<const int32_t> eos_token_ids = {};
 };
 
 struct SampleResult {
@@ -83,6 +83,7 @@ class Sampler {
     std::vector<uint8_t> seen;       // [vocab_size] all zero between uses
     std::vector<int32_t> counts;     // [vocab_size] all zero between uses
     std::vector<int32_t> token_ids;  // [vocab_size] for top-logprob selection
+    std::vector<float> top_k;        // ApplyTopK's working memory
     CandidateList candidates;
   };
 

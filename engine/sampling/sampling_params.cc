@@ -5,17 +5,18 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/logging.h"
 
 namespace tandem::sampling {
 namespace {
 
-absl::Status OutOfRange(std::string_view field, float value, std::string_view limit) {
+absl::Status OutOfRange(absl::string_view field, float value, absl::string_view limit) {
   return absl::InvalidArgumentError(
       absl::StrCat(field, " ", value, " is out of range: must be ", limit));
 }
 
-absl::Status OutOfRange(std::string_view field, int64_t value, std::string_view limit) {
+absl::Status OutOfRange(absl::string_view field, int64_t value, absl::string_view limit) {
   return absl::InvalidArgumentError(
       absl::StrCat(field, " ", value, " is out of range: must be ", limit));
 }

@@ -197,7 +197,7 @@ absl::StatusOr<PreTokenizer> PreTokenizer::Create(std::string_view name) {
     return PreTokenizer(PreTokenizerKind::kLlama3);
   }
   return absl::UnimplementedError(absl::StrCat(
-      "pre-tokenizer \"", name,
+      "pre-tokenizer \"", absl::string_view(name.data(), name.size()),
       "\" is not supported (supported: gpt2, gpt-2, smollm, llama3, llama-v3, "
       "llama-bpe)"));
 }

@@ -10,7 +10,7 @@
 namespace tandem::tokenizer {
 namespace {
 
-absl::Status CheckSpecialId(std::string_view name, int32_t id, int32_t size) {
+absl::Status CheckSpecialId(absl::string_view name, int32_t id, int32_t size) {
   if (id == kNoToken || (id >= 0 && id < size)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "vocab ", name, " id ", id, " is out of range [0, ", size, ")"));

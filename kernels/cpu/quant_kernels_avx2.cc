@@ -34,12 +34,13 @@ float DotF32Avx2(const float* a, const float* b, int64_t n) {
 }  // namespace
 
 const QuantKernels& QuantKernelsAvx2() {
-  // 16 ymm registers: 2 rows × 4 activations = 8 accumulators for batches,
-  // 4 rows × 1 for the matvec.
+  // 16 ymm registers: 2 rows × 2 activations for batches (2 × 4 spills:
+  // each activation also needs its quants and scale in registers), 4 rows ×
+  // 1 for the matvec.
   static const QuantKernels k{QuantizeRowSimd,
-                              Tile<Q8_0Simd<Avx2Ops>, Avx2Ops, 2, 4>,
-                              Tile<Q4_0Simd<Avx2Ops>, Avx2Ops, 2, 4>,
-                              Tile<Q4_1Simd<Avx2Ops>, Avx2Ops, 2, 4>,
+                              Tile<Q8_0Simd<Avx2Ops>, Avx2Ops, 2, 2, 4>,
+                              Tile<Q4_0Simd<Avx2Ops>, Avx2Ops, 2, 2, 4>,
+                              Tile<Q4_1Simd<Avx2Ops>, Avx2Ops, 2, 2, 4>,
                               DotF32Avx2};
   return k;
 }

@@ -34,16 +34,21 @@ float DotF32Avx512(const float* a, const float* b, int64_t n) {
     acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, a + i), _mm512_maskz_loadu_ps(mask, b + i),
                            acc1);
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+  __m512 sum = _mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3));
+  // Fold through memory: GCC 12's 512->256 extract intrinsics (and
+  // _mm512_reduce_add_ps) trip -Wuninitialized inside its own headers.
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  return HsumPs(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8)));
 }
 
 }  // namespace
 
 const QuantKernels& QuantKernelsAvx512() {
   static const QuantKernels k{QuantizeRowSimd,
-                              Tile<Q8_0Simd<VnniOps>, VnniOps, 4, 4>,
-                              Tile<Q4_0Simd<VnniOps>, VnniOps, 4, 4>,
-                              Tile<Q4_1Simd<VnniOps>, VnniOps, 4, 4>,
+                              Tile<Q8_0Simd<VnniOps>, VnniOps, 4, 4, 4>,
+                              Tile<Q4_0Simd<VnniOps>, VnniOps, 4, 4, 4>,
+                              Tile<Q4_1Simd<VnniOps>, VnniOps, 4, 4, 4>,
                               DotF32Avx512};
   return k;
 }

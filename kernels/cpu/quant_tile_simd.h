@@ -92,11 +92,11 @@ void MicroTile(const uint8_t* w, int64_t row_bytes, const BlockQ8A* x, int64_t n
   for (int64_t b = 0; b < nb; ++b) {
     __m256i xv[C];
     __m256i init[C];
-    float dx[C];
+    __m256 dx[C];
     for (int c = 0; c < C; ++c) {
       const BlockQ8A& xb = x[c * nb + b];
       xv[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-      dx[c] = xb.d;
+      dx[c] = _mm256_set1_ps(xb.d);
       if constexpr (P::kOffset8) {
         init[c] = _mm256_sub_epi32(
             _mm256_setzero_si256(),
@@ -108,10 +108,12 @@ void MicroTile(const uint8_t* w, int64_t row_bytes, const BlockQ8A* x, int64_t n
     for (int r = 0; r < R; ++r) {
       const Block& wb = rows[r][b];
       __m256i wv = P::Load(wb);
-      float dw = HalfToFloat(wb.d);
+      const __m256 dw = _mm256_set1_ps(HalfToFloat(wb.d));
       for (int c = 0; c < C; ++c) {
         __m256i isum = P::Dot(wv, xv[c], init[c]);
-        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dw * dx[c]), acc[r][c]);
+        // dw·dx in one vector multiply: the same IEEE product as the scalar
+        // reference's (dw * dx).
+        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dx[c]), acc[r][c]);
       }
       if constexpr (P::kHasMin) {
         float m = HalfToFloat(wb.m);
@@ -156,11 +158,10 @@ void MicroTileRC(int rr, int cc, const uint8_t* w, int64_t row_bytes, const Bloc
 
 // QuantTileFn over any num_rows × num_x: steps of kRowsMatvec × 1 when there
 // is one activation row (matvec: more independent weight streams), else
-// kRows × 4.
-template <class P, class Ops, int kRows, int kRowsMatvec>
+// kRows × kCols (kRows, kCols <= 4).
+template <class P, class Ops, int kRows, int kCols, int kRowsMatvec>
 void Tile(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8A* x, int64_t num_x,
           int64_t nb, float* y, int64_t ldy) {
-  constexpr int kCols = 4;
   const int rstep = num_x == 1 ? kRowsMatvec : kRows;
   for (int64_t c0 = 0; c0 < num_x; c0 += kCols) {
     int cc = static_cast<int>(std::min<int64_t>(kCols, num_x - c0));

@@ -40,11 +40,11 @@ TEST(KvManagerConfigTest, Validation) {
   EXPECT_TRUE(ValidateKvManagerConfig({.num_blocks = 10, .block_size = 1024}).ok());
   absl::Status status = ValidateKvManagerConfig({.num_blocks = 0, .block_size = 16});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("num_blocks is 0"), std::string_view::npos) << status;
+  EXPECT_NE(std::string(status.message()).find("num_blocks is 0"), std::string_view::npos) << status;
   status = ValidateKvManagerConfig({.num_blocks = 4, .block_size = 1025});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("1025"), std::string_view::npos) << status;
-  EXPECT_NE(status.message().find("1024"), std::string_view::npos) << status;
+  EXPECT_NE(std::string(status.message()).find("1025"), std::string_view::npos) << status;
+  EXPECT_NE(std::string(status.message()).find("1024"), std::string_view::npos) << status;
   EXPECT_FALSE(ValidateKvManagerConfig({.num_blocks = 4, .block_size = 0}).ok());
 }
 
@@ -173,7 +173,7 @@ TEST(KvManagerTest, CapacityExhaustionReturnsNulloptWithoutChange) {
   EXPECT_EQ(kv.stats().num_blocks_free, stats_before.num_blocks_free);
   EXPECT_EQ(kv.stats().num_blocks_used, stats_before.num_blocks_used);
   // What does fit still succeeds.
-  EXPECT_TRUE(kv.AppendTokens(SeqId(1), Range(10, 16)).has_value());
+  EXPECT_TRUE(kv.AppendTokens(SeqId(1), Range(10, 12)).has_value());
   EXPECT_FALSE(kv.AppendTokens(SeqId(2), Tokens{1}).has_value());
   EXPECT_TRUE(kv.CheckInvariants().ok()) << kv.CheckInvariants();
 }
@@ -313,6 +313,7 @@ TEST(KvManagerDeathTest, MisuseIsCaught) {
   EXPECT_DEATH(kv.Truncate(SeqId(1), 1), "out of range");
   EXPECT_DEATH(kv.Slot(SeqId(1), 0), "out of range");
   EXPECT_DEATH(kv.Fork(SeqId(1), SeqId(1)), "already exists");
+  EXPECT_DEATH(KvManager({.num_blocks = 0, .block_size = 2}), "num_blocks is 0");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -16,9 +17,11 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
+// The surviving tokens, in id order.
 std::vector<int32_t> Tokens(const CandidateList& c) {
   std::vector<int32_t> out;
   for (const Candidate& x : c.items()) out.push_back(x.token);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -75,7 +78,7 @@ TEST(CandidateListTest, ResetSkipsMaskedAndNan) {
   CandidateList c;
   const std::vector<float> logits = {0.0f, -kInf, std::nanf(""), kInf, -1.0f};
   c.Reset(logits);
-  EXPECT_EQ(Tokens(c), (std::vector<int32_t>{0, 3, 4}));
+  ASSERT_EQ(Tokens(c), (std::vector<int32_t>{0, 3, 4}));
   EXPECT_EQ(c[1].value, std::numeric_limits<float>::max());
 }
 
@@ -99,35 +102,91 @@ TEST(CandidateListTest, SortPrefixMatchesFullSortOnLargeRandomRows) {
   }
 }
 
-TEST(LogitsProcessorTest, TopKKeepsTiesAtTheBoundary) {
-  CandidateList c;
-  c.Reset(std::vector<float>{0.1f, 0.9f, 0.5f, 0.5f, 0.3f, 0.7f});
-  ApplyTopK(3, &c);  // 0.9, 0.7, 0.5 (×2: tie at the 3rd value)
-  std::vector<int32_t> kept = Tokens(c);
-  std::sort(kept.begin(), kept.end());
-  EXPECT_EQ(kept, (std::vector<int32_t>{1, 2, 3, 5}));
-  ApplyTopK(0, &c);
-  EXPECT_EQ(c.size(), 4u);
-  ApplyTopK(10, &c);
-  EXPECT_EQ(c.size(), 4u);
+// FindMassCrossing against a plain walk over a fully sorted copy, on lists
+// long enough to go through the halving phase, with many tied weights.
+TEST(CandidateListTest, FindMassCrossingMatchesSortedWalk) {
+  std::mt19937 gen(99);
+  std::uniform_int_distribution<int> coarse(0, 40);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<float> logits(3000 + 500 * trial);
+    for (float& l : logits) l = static_cast<float>(coarse(gen)) * 0.05f;
+    CandidateList base;
+    base.Reset(logits);
+    const double total = base.ToWeights();
+    std::vector<Candidate> sorted(base.items().begin(), base.items().end());
+    std::sort(sorted.begin(), sorted.end(), CandidateBefore);
+    for (double frac : {0.0, 0.01, 0.3, 0.77, 0.999}) {
+      const double target = frac * total;
+      for (MassCrossing mode : {MassCrossing::kReaches, MassCrossing::kExceeds}) {
+        double mass = 0.0;
+        size_t expected = sorted.size();
+        for (size_t i = 0; i < sorted.size(); ++i) {
+          mass += sorted[i].value;
+          if (mode == MassCrossing::kReaches ? mass >= target : mass > target) {
+            expected = i;
+            break;
+          }
+        }
+        CandidateList c = base;
+        const size_t got = c.FindMassCrossing(target, mode);
+        ASSERT_EQ(got, expected) << "trial " << trial << " frac " << frac;
+        EXPECT_EQ(c[got].token, sorted[expected].token);
+        // The head [0, got] is the canonical first got+1 as a set.
+        c.KeepHead(got + 1);
+        std::vector<int32_t> want;
+        for (size_t i = 0; i <= expected; ++i) want.push_back(sorted[i].token);
+        std::sort(want.begin(), want.end());
+        ASSERT_EQ(Tokens(c), want);
+      }
+    }
+  }
 }
 
+// Indices of the logits that are not -inf.
+std::vector<int32_t> Live(const std::vector<float>& logits) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] != -kInf) out.push_back(static_cast<int32_t>(i));
+  }
+  return out;
+}
+
+TEST(LogitsProcessorTest, TopKKeepsTiesAtTheBoundary) {
+  std::vector<float> scratch;
+  std::vector<float> logits = {0.1f, 0.9f, 0.5f, 0.5f, 0.3f, 0.7f, -kInf, std::nanf("")};
+  ApplyTopK(3, logits, &scratch);  // 0.9, 0.7, 0.5 (×2: tie at the 3rd value)
+  EXPECT_EQ(Live(logits), (std::vector<int32_t>{1, 2, 3, 5, 7}));  // NaN is left alone
+  EXPECT_EQ(logits[1], 0.9f);
+  const std::vector<float> before = logits;
+  ApplyTopK(0, logits, &scratch);
+  ApplyTopK(-1, logits, &scratch);
+  EXPECT_EQ(Live(logits), Live(before));
+  // Fewer live logits than k: nothing to cut.
+  std::vector<float> few = {1.0f, -kInf, -kInf, 2.0f, -kInf, -kInf, -kInf, -kInf, -kInf};
+  ApplyTopK(3, few, &scratch);
+  EXPECT_EQ(Live(few), (std::vector<int32_t>{0, 3}));
+}
+
+// Both selection paths (heap for small k, nth_element for large k) against a
+// full sort, on coarse values so ties at the boundary are common.
 TEST(LogitsProcessorTest, TopKOnLargeVocabularyEqualsSortedSelection) {
   std::mt19937 gen(7);
-  std::normal_distribution<float> normal(0.0f, 3.0f);
-  std::vector<float> logits(100000);
-  for (float& l : logits) l = normal(gen);
-  std::vector<int32_t> order(logits.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
-  CandidateList c;
-  c.Reset(logits);
-  ApplyTopK(8, &c);
-  std::vector<int32_t> kept = Tokens(c);
-  std::sort(kept.begin(), kept.end());
-  std::vector<int32_t> expected(order.begin(), order.begin() + 8);
-  std::sort(expected.begin(), expected.end());
-  EXPECT_EQ(kept, expected);
+  std::uniform_int_distribution<int> coarse(-300, 300);
+  std::vector<float> scratch;
+  for (int32_t k : {1, 8, 50, 1000, 40000}) {
+    std::vector<float> logits(100000);
+    for (float& l : logits) l = static_cast<float>(coarse(gen)) * 0.01f;
+    std::vector<float> sorted = logits;
+    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    const float kth = sorted[k - 1];
+    std::vector<int32_t> expected;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (logits[i] >= kth) expected.push_back(static_cast<int32_t>(i));
+    }
+    ApplyTopK(k, logits, &scratch);
+    EXPECT_EQ(Live(logits), expected) << "k=" << k;
+    EXPECT_GE(expected.size(), static_cast<size_t>(k));
+  }
 }
 
 TEST(LogitsProcessorTest, ToWeightsTopPMinP) {
@@ -145,8 +204,8 @@ TEST(LogitsProcessorTest, ToWeightsTopPMinP) {
   ApplyTopP(0.45f, &p);  // the best alone (0.5) reaches 0.45
   EXPECT_EQ(Tokens(p), (std::vector<int32_t>{1}));
   p = c;
-  ApplyTopP(0.8f, &p);  // 0.75 < 0.8 → the first 0.125 by id (0) joins, sorted
-  EXPECT_EQ(Tokens(p), (std::vector<int32_t>{1, 3, 0}));
+  ApplyTopP(0.8f, &p);  // 0.75 < 0.8 → the first 0.125 by id (0) joins
+  EXPECT_EQ(Tokens(p), (std::vector<int32_t>{0, 1, 3}));
   p = c;
   ApplyMinP(0.45f, &p);  // keep probability >= 0.225
   EXPECT_EQ(Tokens(p), (std::vector<int32_t>{1, 3}));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "common/thread_pool.h"

@@ -1,0 +1,90 @@
+// RmsNorm, Rope, SiluMul, Add against double-precision formulas.
+// Tolerances: RmsNorm, SiluMul relative 1e-5; Add exact; Rope: the angle
+// recurrence θ_{i+1} = θ_i · s loses at most (i + 2) ulps of θ_i, so each
+// rotated value is within (|x0| + |x1|) · ((i + 2) · 2^-23 · θ_i + 1e-6) of the
+// exact rotation.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernel_test_util.h"
+#include "kernels/kernels.h"
+
+namespace tandem::kernels {
+namespace {
+
+using testing::RandomFloats;
+
+TEST(ElementwiseTest, RmsNorm) {
+  std::mt19937 rng(1);
+  for (int64_t dim : {1, 7, 64, 576}) {
+    const int64_t n = 3;
+    std::vector<float> x = RandomFloats(rng, n * dim, -4, 4), w = RandomFloats(rng, dim);
+    std::vector<float> out(n * dim);
+    RmsNorm(x.data(), w.data(), n, dim, 1e-5f, out.data());
+    for (int64_t i = 0; i < n; ++i) {
+      double ss = 0;
+      for (int64_t j = 0; j < dim; ++j) ss += static_cast<double>(x[i * dim + j]) * x[i * dim + j];
+      const double inv = 1.0 / std::sqrt(ss / dim + 1e-5);
+      for (int64_t j = 0; j < dim; ++j) {
+        const double e = x[i * dim + j] * inv * w[j];
+        ASSERT_NEAR(out[i * dim + j], e, 1e-5 * std::fabs(e) + 1e-7) << dim << " " << i << " " << j;
+      }
+    }
+  }
+}
+
+TEST(ElementwiseTest, SiluMulAndAdd) {
+  std::mt19937 rng(2);
+  for (int64_t n : {1, 13, 1536}) {
+    std::vector<float> g = RandomFloats(rng, n, -10, 10), u = RandomFloats(rng, n, -3, 3);
+    std::vector<float> g0 = g, a = g;
+    SiluMul(g.data(), u.data(), n);
+    Add(a.data(), u.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double e = g0[i] / (1.0 + std::exp(-static_cast<double>(g0[i]))) * u[i];
+      ASSERT_NEAR(g[i], e, 1e-5 * std::fabs(e) + 1e-7) << i;
+      ASSERT_EQ(a[i], g0[i] + u[i]);
+    }
+  }
+}
+
+TEST(ElementwiseTest, RopeMatchesExactRotation) {
+  std::mt19937 rng(3);
+  const int64_t tokens = 4, heads = 3, head_dim = 64;
+  for (int64_t rope_dim : {64, 32}) {
+    const float base = 10000.0f;
+    std::vector<int32_t> pos = {0, 1, 37, 4095};
+    std::vector<float> x = RandomFloats(rng, tokens * heads * head_dim);
+    std::vector<float> y = x;
+    Rope(y.data(), pos.data(), tokens, heads, head_dim, rope_dim, base);
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* xi = x.data() + (t * heads + h) * head_dim;
+        const float* yi = y.data() + (t * heads + h) * head_dim;
+        for (int64_t i = 0; i < head_dim / 2; ++i) {
+          if (2 * i >= rope_dim) {  // past rope_dim: untouched
+            ASSERT_EQ(yi[2 * i], xi[2 * i]);
+            ASSERT_EQ(yi[2 * i + 1], xi[2 * i + 1]);
+            continue;
+          }
+          const double theta = pos[t] * std::pow(static_cast<double>(base), -2.0 * i / rope_dim);
+          const double c = std::cos(theta), s = std::sin(theta);
+          const double e0 = xi[2 * i] * c - xi[2 * i + 1] * s;
+          const double e1 = xi[2 * i] * s + xi[2 * i + 1] * c;
+          const double tol = (std::fabs(xi[2 * i]) + std::fabs(xi[2 * i + 1])) *
+                             ((i + 2) * std::ldexp(1.0, -23) * theta + 1e-6);
+          ASSERT_NEAR(yi[2 * i], e0, tol) << "t " << t << " pair " << i;
+          ASSERT_NEAR(yi[2 * i + 1], e1, tol) << "t " << t << " pair " << i;
+          if (pos[t] == 0) {
+            ASSERT_EQ(yi[2 * i], xi[2 * i]);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tandem::kernels
