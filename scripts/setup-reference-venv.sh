@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Creates tests/reference/.venv with the Python tooling that regenerates the
+# committed expected outputs under tests/reference/ (from PyPI):
+# llama-cpp-python (builds llama.cpp from source; several minutes on 2 cores),
+# gguf and numpy. Not needed to build or test tandem: the outputs are committed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/tests/reference/.venv"
+bash "$root/scripts/setup-deps.sh"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+CMAKE_ARGS="-DGGML_NATIVE=ON" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+  "$venv/bin/pip" install --quiet llama-cpp-python==0.3.36 gguf==0.19.0 numpy
+echo "$venv"
