@@ -239,6 +239,16 @@ int RunCommand(const RunOptions& o) {
                kvs.prefix_hit_tokens, st.num_generated_tokens, seconds,
                seconds > 0 ? st.num_generated_tokens / seconds : 0.0, st.num_steps,
                st.num_preemptions);
+  if (requests.size() == 1 && observer.outputs().contains(0)) {
+    const RequestOutput& out = observer.outputs().at(0);
+    const double decode_ms = out.latency_ms - out.time_to_first_token_ms;
+    int64_t tokens = 0;
+    for (const auto& c : out.completions) tokens += static_cast<int64_t>(c.token_ids.size());
+    const int64_t decode_tokens = tokens - static_cast<int64_t>(out.completions.size());
+    std::fprintf(stderr, "tandem run: time to first token %.1f ms, then %.1f tokens/s\n",
+                 out.time_to_first_token_ms,
+                 decode_ms > 0 && decode_tokens > 0 ? decode_tokens * 1000.0 / decode_ms : 0.0);
+  }
   return exit_code;
 }
 
