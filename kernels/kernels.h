@@ -48,6 +48,15 @@ struct MatMulParams {
 void MatMul(const WeightView& w, const float* x, int64_t n, float* y, const MatMulParams& params,
             ThreadPool* pool);
 
+// ys[i][n, ws[i].rows] = x[n, cols] · ws[i]ᵀ for matrices that share the
+// input (e.g. the q/k/v projections): with quantized activations x is
+// quantized once and all rows are split across threads in one parallel loop
+// (one synchronization point instead of one per matrix). Every ws[i].cols
+// must be equal; ws.size() == ys.size(). Each output is bit-identical to a
+// separate MatMul(ws[i], x, n, ys[i], params, pool).
+void MatMulMany(std::span<const WeightView> ws, const float* x, int64_t n,
+                std::span<float* const> ys, const MatMulParams& params, ThreadPool* pool);
+
 // out[i, :] = x[i, :] / sqrt(mean(x[i, :]²) + eps) * weight.   x, out: [n, dim]
 void RmsNorm(const float* x, const float* weight, int64_t n, int64_t dim, float eps, float* out);
 

@@ -172,9 +172,11 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
 
   // Attention block: x += Wo · attention(rope(Wq h), rope(Wk h), Wv h), h = norm(x).
   kernels::RmsNorm(x_.data(), w.attn_norm.data(), n, hidden, c.rms_norm_eps, h_.data());
-  MatMul(w.wq, h_.data(), n, q_.data());
-  MatMul(w.wk, h_.data(), n, k_.data());
-  MatMul(w.wv, h_.data(), n, v_.data());
+  {
+    const kernels::WeightView qkv[] = {w.wq, w.wk, w.wv};
+    float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
+    kernels::MatMulMany(qkv, h_.data(), n, qkv_out, matmul_params_, pool_.get());
+  }
   kernels::Rope(q_.data(), positions_.data(), n, c.num_heads, c.head_dim, c.rope_dim,
                 c.rope_freq_base);
   kernels::Rope(k_.data(), positions_.data(), n, c.num_kv_heads, c.head_dim, c.rope_dim,
@@ -190,8 +192,11 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
 
   // Feed-forward block: x += W_down · (silu(W_gate h) * W_up h), h = norm(x).
   kernels::RmsNorm(x_.data(), w.ffn_norm.data(), n, hidden, c.rms_norm_eps, h_.data());
-  MatMul(w.w_gate, h_.data(), n, gate_.data());
-  MatMul(w.w_up, h_.data(), n, up_.data());
+  {
+    const kernels::WeightView gate_up[] = {w.w_gate, w.w_up};
+    float* const gate_up_out[] = {gate_.data(), up_.data()};
+    kernels::MatMulMany(gate_up, h_.data(), n, gate_up_out, matmul_params_, pool_.get());
+  }
   kernels::SiluMul(gate_.data(), up_.data(), n * c.ffn_dim);
   MatMul(w.w_down, gate_.data(), n, out_.data());
   kernels::Add(x_.data(), out_.data(), n * hidden);

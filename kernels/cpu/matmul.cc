@@ -1,11 +1,13 @@
 // MatMul: y[n, rows] = x[n, cols] · wᵀ. Two paths:
 //  - quantized activations (Q8_0 / Q4_0 / Q4_1 weights, the default): x is
-//    quantized once per call to BlockQ8A, then integer-dot tiles run over
-//    cache blocks of weight rows × activation rows, threads splitting rows;
+//    quantized once per call to BlockQ8A, then threads split the weight rows
+//    (of all matrices, for MatMulMany) and run the ISA's integer-dot tile on
+//    their range, against every activation row;
 //  - reference precision (every other type, or quantize_activations=false):
 //    weight rows are dequantized to f32 (8 at a time, per thread) and dotted
 //    with each activation row in f32.
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "common/logging.h"
@@ -17,12 +19,9 @@
 namespace tandem::kernels {
 namespace {
 
-// Rows per parallel work unit, and the cache block: a block of weight rows
-// (≤ 64 × 720 B for the widest Q4_1 row here) stays in L1/L2 while up to
-// kColBlock quantized activation rows stream past it.
+// Rows per parallel work unit. Each thread hands its whole contiguous row
+// range to the tile function, which does its own cache blocking.
 constexpr int64_t kRowUnit = 16;
-constexpr int64_t kRowBlock = 64;
-constexpr int64_t kColBlock = 64;
 // Below this many multiply-adds a call runs on the calling thread only: the
 // hand-off to the pool costs more than it saves.
 constexpr int64_t kMinParallelMacs = 1 << 15;
@@ -49,37 +48,59 @@ QuantTileFn TileFor(const QuantKernels& k, gguf::GgmlType type) {
   }
 }
 
-void QuantizedMatMul(const WeightView& w, const float* x, int64_t n, float* y,
-                     const QuantKernels& k, QuantTileFn tile, ThreadPool* pool) {
-  const int64_t nb = w.cols / kQ8ABlock;
+// ys[i][n, ws[i].rows] = x · ws[i]ᵀ for matrices sharing cols: x is quantized
+// once, then the union of all rows is split across threads in one loop.
+// tiles[i] is the tile function of ws[i].
+void QuantizedMatMulMany(std::span<const WeightView> ws, std::span<const QuantTileFn> tiles,
+                         const float* x, int64_t n, std::span<float* const> ys,
+                         const QuantKernels& k, ThreadPool* pool) {
+  const int64_t cols = ws[0].cols;
+  const int64_t nb = cols / kQ8ABlock;
   // Grows to the largest batch seen on this thread and is then reused, so the
   // steady state allocates nothing.
   thread_local std::vector<BlockQ8A> xq;
   if (static_cast<int64_t>(xq.size()) < n * nb) xq.resize(n * nb);
   BlockQ8A* xq_data = xq.data();
-  const bool parallel = w.rows * w.cols * n >= kMinParallelMacs;
+  int64_t total_rows = 0, units = 0;
+  // First unit of each matrix, and one past the last.
+  int64_t unit_begin[8 + 1];
+  CHECK(ws.size() <= 8, "MatMulMany: %d matrices, at most 8", ws.size());
+  for (size_t i = 0; i < ws.size(); ++i) {
+    unit_begin[i] = units;
+    units += (ws[i].rows + kRowUnit - 1) / kRowUnit;
+    total_rows += ws[i].rows;
+  }
+  unit_begin[ws.size()] = units;
+  const bool parallel = total_rows * cols * n >= kMinParallelMacs;
 
-  Parallel(parallel ? pool : nullptr, n, std::max<int64_t>(1, 8192 / w.cols),
+  Parallel(parallel ? pool : nullptr, n, std::max<int64_t>(1, 8192 / cols),
            [&](int, int64_t begin, int64_t end) {
              for (int64_t i = begin; i < end; ++i) {
-               k.quantize_row(x + i * w.cols, w.cols, xq_data + i * nb);
+               k.quantize_row(x + i * cols, cols, xq_data + i * nb);
              }
            });
 
-  const uint8_t* wbytes = static_cast<const uint8_t*>(w.data);
-  const int64_t units = (w.rows + kRowUnit - 1) / kRowUnit;
   Parallel(parallel ? pool : nullptr, units, 1, [&](int, int64_t u0, int64_t u1) {
-    const int64_t r_begin = u0 * kRowUnit;
-    const int64_t r_end = std::min(w.rows, u1 * kRowUnit);
-    for (int64_t rb = r_begin; rb < r_end; rb += kRowBlock) {
-      const int64_t re = std::min(rb + kRowBlock, r_end);
-      for (int64_t cb = 0; cb < n; cb += kColBlock) {
-        const int64_t ce = std::min(cb + kColBlock, n);
-        tile(wbytes + rb * w.row_bytes, w.row_bytes, re - rb, xq_data + cb * nb, ce - cb, nb,
-             y + cb * w.rows + rb, w.rows);
-      }
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const int64_t a = std::max(u0, unit_begin[i]), b = std::min(u1, unit_begin[i + 1]);
+      if (a >= b) continue;
+      const WeightView& w = ws[i];
+      const int64_t r_begin = (a - unit_begin[i]) * kRowUnit;
+      const int64_t r_end = std::min(w.rows, (b - unit_begin[i]) * kRowUnit);
+      tiles[i](static_cast<const uint8_t*>(w.data) + r_begin * w.row_bytes, w.row_bytes,
+               r_end - r_begin, xq_data, n, nb, ys[i] + r_begin, w.rows);
     }
   });
+}
+
+void CheckWeight(const WeightView& w, int64_t n) {
+  const int64_t block_elems = WeightBlockElems(w.type);
+  CHECK(block_elems != 0, "MatMul: unsupported weight type %d", static_cast<int>(w.type));
+  CHECK(w.cols % block_elems == 0, "MatMul: cols %d not a multiple of block size %d", w.cols,
+        block_elems);
+  CHECK(w.row_bytes >= w.cols / block_elems * WeightBlockBytes(w.type),
+        "MatMul: row_bytes %d too small for %d cols", w.row_bytes, w.cols);
+  CHECK(n >= 0 && w.rows >= 0, "MatMul: n %d rows %d", n, w.rows);
 }
 
 void F32MatMul(const WeightView& w, const float* x, int64_t n, float* y, const QuantKernels& k,
@@ -118,21 +139,37 @@ void F32MatMul(const WeightView& w, const float* x, int64_t n, float* y, const Q
 
 void MatMul(const WeightView& w, const float* x, int64_t n, float* y, const MatMulParams& params,
             ThreadPool* pool) {
-  const int64_t block_elems = WeightBlockElems(w.type);
-  CHECK(block_elems != 0, "MatMul: unsupported weight type %d", static_cast<int>(w.type));
-  CHECK(w.cols % block_elems == 0, "MatMul: cols %d not a multiple of block size %d", w.cols,
-        block_elems);
-  CHECK(w.row_bytes >= w.cols / block_elems * WeightBlockBytes(w.type),
-        "MatMul: row_bytes %d too small for %d cols", w.row_bytes, w.cols);
-  CHECK(n >= 0 && w.rows >= 0, "MatMul: n %d rows %d", n, w.rows);
+  CheckWeight(w, n);
   if (n == 0 || w.rows == 0) return;
   const QuantKernels& k = QuantKernelsFor(params.isa);
   QuantTileFn tile = params.quantize_activations ? TileFor(k, w.type) : nullptr;
   if (tile != nullptr) {
-    QuantizedMatMul(w, x, n, y, k, tile, pool);
+    QuantizedMatMulMany({&w, 1}, {&tile, 1}, x, n, {&y, 1}, k, pool);
   } else {
     F32MatMul(w, x, n, y, k, pool);
   }
+}
+
+void MatMulMany(std::span<const WeightView> ws, const float* x, int64_t n,
+                std::span<float* const> ys, const MatMulParams& params, ThreadPool* pool) {
+  CHECK(ws.size() == ys.size(), "MatMulMany: %d matrices but %d outputs", ws.size(), ys.size());
+  if (ws.empty()) return;
+  const QuantKernels& k = QuantKernelsFor(params.isa);
+  QuantTileFn tiles[8];
+  bool fused = params.quantize_activations && ws.size() <= 8;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    CheckWeight(ws[i], n);
+    CHECK(ws[i].cols == ws[0].cols, "MatMulMany: matrix %d has %d cols, matrix 0 has %d", i,
+          ws[i].cols, ws[0].cols);
+    if (fused) tiles[i] = TileFor(k, ws[i].type);
+    fused = fused && tiles[i] != nullptr;
+  }
+  if (!fused) {
+    for (size_t i = 0; i < ws.size(); ++i) MatMul(ws[i], x, n, ys[i], params, pool);
+    return;
+  }
+  if (n == 0) return;
+  QuantizedMatMulMany(ws, {tiles, ws.size()}, x, n, ys, k, pool);
 }
 
 }  // namespace tandem::kernels

@@ -1,8 +1,29 @@
-// AVX-512 (F/BW/VL/VNNI) kernels of QuantKernels. The integer dots use
-// vpdpbusd on 256-bit registers: on Zen 4 a 512-bit op costs two 256-bit
-// ones, so the win over AVX2 is one instruction instead of two per block and
-// 32 registers, which allow 4 × 4 tiles. The f32 dot uses 512-bit registers.
+// AVX-512 (F/BW/VL/VNNI) kernels of QuantKernels.
+//
+// Numerics: for every output, with isum_b the block's integer dot (exact in
+// int32) and blocks taken in order b = 0 .. nb-1,
+//   acc  = fma(float(isum_b), dw·dx, acc)      macc = fma(m, s_b, macc)  (Q4_1)
+//   y    = acc + macc.
+// The float work is vectorized across outputs (16 per zmm, one output per
+// lane), so no lane depends on another and each output's bits are the same
+// whatever the tile shape, batch size or thread count. Compiled with
+// -ffp-contract=off so that only the explicit fmas above are fused. Versus
+// the scalar reference the results differ by fp32 rounding only.
+//
+// Two tile shapes produce the same bits:
+//  - batched (>= kMinBatchedX activation rows): lanes are 16 activation rows.
+//    Activations are repacked once per call into groups of 16 whose 4-byte
+//    quant groups are interleaved ([j][lane][4]) and offset to u8 (x + 128);
+//    weight rows are unpacked once per 64-row chunk to s8 with the per-block
+//    correction -128·Σw, so one vpdpbusd with a broadcast weight dword feeds
+//    16 outputs. A micro tile holds kMicroRows weight rows × 2 groups.
+//  - matvec (fewer rows): lanes are 16 weight rows; each row's block dot runs
+//    on 256 bits and 16 of them are reduced to one zmm of isums.
 #include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "kernels/cpu/quant_kernels.h"
 #include "kernels/cpu/quant_tile_simd.h"
@@ -10,11 +31,305 @@
 namespace tandem::kernels {
 namespace {
 
-struct VnniOps {
-  static __m256i Dpbusd(__m256i acc, __m256i u8, __m256i s8) {
-    return _mm256_dpbusd_epi32(acc, u8, s8);
+// Activation rows below which a partial group of 16 runs as matvecs.
+constexpr int64_t kMinBatchedX = 6;
+// Weight rows unpacked at a time (stays in L2 while all groups stream past).
+constexpr int64_t kChunkRows = 64;
+constexpr int kMicroRows = 4;
+constexpr int kMicroGroups = 2;
+
+// Weight policies: a block's 32 weights as s8 in element order.
+struct Q8_0Avx512 {
+  using Block = gguf::BlockQ8_0;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kSigned = true;
+  static __m256i Weights(const Block& b) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
   }
 };
+
+struct Q4_0Avx512 {
+  using Block = gguf::BlockQ4_0;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kSigned = true;
+  static __m256i Weights(const Block& b) {
+    return _mm256_sub_epi8(UnpackNibbles(b.qs), _mm256_set1_epi8(8));
+  }
+};
+
+struct Q4_1Avx512 {
+  using Block = gguf::BlockQ4_1;
+  static constexpr bool kHasMin = true;
+  static constexpr bool kSigned = false;
+  static __m256i Weights(const Block& b) { return UnpackNibbles(b.qs); }
+};
+
+template <class Block>
+float BlockMin(const Block& b) {
+  if constexpr (requires { b.m; }) {
+    return HalfToFloat(b.m);
+  } else {
+    return 0.0f;
+  }
+}
+
+// One weight block unpacked for the batched tiles.
+struct UnpackedBlock {
+  int8_t q[32];
+  int32_t corr;  // -128 · Σ q: removes the +128 offset of the activations
+  float d;
+  float m;
+  int32_t pad;
+};
+static_assert(sizeof(UnpackedBlock) == 48);
+
+// 16 activation rows × one block, interleaved for vpdpbusd.
+struct alignas(64) PackedXBlock {
+  uint8_t q[8][16][4];  // q[j][lane][k] = x[lane].qs[4j + k] + 128
+  float d[16];
+  float s[16];
+};
+static_assert(sizeof(PackedXBlock) == 640);
+
+// Packs x[0 .. num_x) (num_x <= 16) of one group; lanes past num_x are zero.
+void PackGroup(const BlockQ8A* x, int64_t num_x, int64_t nb, PackedXBlock* out) {
+  for (int64_t b = 0; b < nb; ++b) {
+    PackedXBlock& p = out[b];
+    for (int l = 0; l < 16; ++l) {
+      if (l < num_x) {
+        const BlockQ8A& xb = x[l * nb + b];
+        for (int j = 0; j < 8; ++j) {
+          uint32_t v;
+          std::memcpy(&v, xb.qs + 4 * j, 4);
+          v ^= 0x80808080u;
+          std::memcpy(p.q[j][l], &v, 4);
+        }
+        p.d[l] = xb.d;
+        p.s[l] = xb.s;
+      } else {
+        for (int j = 0; j < 8; ++j) std::memset(p.q[j][l], 0x80, 4);
+        p.d[l] = 0.0f;
+        p.s[l] = 0.0f;
+      }
+    }
+  }
+}
+
+template <class P>
+void UnpackRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, int64_t nb,
+                UnpackedBlock* out) {
+  using Block = typename P::Block;
+  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t r = 0; r < num_rows; ++r) {
+    const Block* row = reinterpret_cast<const Block*>(w + r * row_bytes);
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i q = P::Weights(row[b]);
+      // Σ q = Σ (q ^ 0x80) - 32 · 128 (psadbw sums unsigned bytes).
+      __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(q, bias), _mm256_setzero_si256());
+      __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+      s2 = _mm_add_epi64(s2, _mm_unpackhi_epi64(s2, s2));
+      const int32_t sum = static_cast<int32_t>(_mm_cvtsi128_si32(s2)) - 32 * 128;
+      UnpackedBlock& u = out[r * nb + b];
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(u.q), q);
+      u.corr = -128 * sum;
+      u.d = HalfToFloat(row[b].d);
+      u.m = BlockMin(row[b]);
+      u.pad = 0;
+    }
+  }
+}
+
+inline __m512i BroadcastDword(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// R weight rows × G groups of 16 activation rows over all nb blocks.
+// y[(g·16 + l) · ldy + r] for lanes l < valid[g].
+template <bool kHasMin, int R, int G>
+void MicroBatched(const UnpackedBlock* w, int64_t nb, const PackedXBlock* x, const int* valid,
+                  float* y, int64_t ldy) {
+  __m512 acc[R][G], macc[R][G];
+  for (int r = 0; r < R; ++r) {
+    for (int g = 0; g < G; ++g) acc[r][g] = macc[r][g] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i isum[R][G];
+    for (int r = 0; r < R; ++r) {
+      const __m512i corr = _mm512_set1_epi32(w[r * nb + b].corr);
+      for (int g = 0; g < G; ++g) isum[r][g] = corr;
+    }
+    for (int j = 0; j < 8; ++j) {
+      __m512i xv[G];
+      for (int g = 0; g < G; ++g) xv[g] = _mm512_load_si512(x[g * nb + b].q[j]);
+      for (int r = 0; r < R; ++r) {
+        const __m512i wv = BroadcastDword(w[r * nb + b].q + 4 * j);
+        for (int g = 0; g < G; ++g) isum[r][g] = _mm512_dpbusd_epi32(isum[r][g], xv[g], wv);
+      }
+    }
+    __m512 dx[G], sx[G];
+    for (int g = 0; g < G; ++g) {
+      dx[g] = _mm512_load_ps(x[g * nb + b].d);
+      if constexpr (kHasMin) sx[g] = _mm512_load_ps(x[g * nb + b].s);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512 dw = _mm512_set1_ps(w[r * nb + b].d);
+      __m512 mw;
+      if constexpr (kHasMin) mw = _mm512_set1_ps(w[r * nb + b].m);
+      for (int g = 0; g < G; ++g) {
+        acc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), _mm512_mul_ps(dw, dx[g]),
+                                    acc[r][g]);
+        if constexpr (kHasMin) macc[r][g] = _mm512_fmadd_ps(mw, sx[g], macc[r][g]);
+      }
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    alignas(64) float lanes[R][16];
+    for (int r = 0; r < R; ++r) _mm512_store_ps(lanes[r], _mm512_add_ps(acc[r][g], macc[r][g]));
+    for (int l = 0; l < valid[g]; ++l) {
+      float* out = y + (g * 16 + l) * ldy;
+      for (int r = 0; r < R; ++r) out[r] = lanes[r][l];
+    }
+  }
+}
+
+template <bool kHasMin, int G>
+void MicroBatchedR(int rr, const UnpackedBlock* w, int64_t nb, const PackedXBlock* x,
+                   const int* valid, float* y, int64_t ldy) {
+  static_assert(kMicroRows == 4);
+  switch (rr) {
+    case 1:
+      return MicroBatched<kHasMin, 1, G>(w, nb, x, valid, y, ldy);
+    case 2:
+      return MicroBatched<kHasMin, 2, G>(w, nb, x, valid, y, ldy);
+    case 3:
+      return MicroBatched<kHasMin, 3, G>(w, nb, x, valid, y, ldy);
+    default:
+      return MicroBatched<kHasMin, 4, G>(w, nb, x, valid, y, ldy);
+  }
+}
+
+// num_x activation rows (any count; the last group is padded).
+template <class P>
+void TileBatched(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8A* x,
+                 int64_t num_x, int64_t nb, float* y, int64_t ldy) {
+  const int64_t groups = (num_x + 15) / 16;
+  // Per thread, grown to the largest call and reused.
+  thread_local std::vector<PackedXBlock> xp;
+  thread_local std::vector<UnpackedBlock> wu;
+  if (static_cast<int64_t>(xp.size()) < groups * nb) xp.resize(groups * nb);
+  if (static_cast<int64_t>(wu.size()) < kChunkRows * nb) wu.resize(kChunkRows * nb);
+  std::vector<int> valid(groups);
+  for (int64_t g = 0; g < groups; ++g) {
+    valid[g] = static_cast<int>(std::min<int64_t>(16, num_x - g * 16));
+    PackGroup(x + g * 16 * nb, valid[g], nb, xp.data() + g * nb);
+  }
+  for (int64_t r0 = 0; r0 < num_rows; r0 += kChunkRows) {
+    const int64_t rows = std::min(kChunkRows, num_rows - r0);
+    UnpackRows<P>(w + r0 * row_bytes, row_bytes, rows, nb, wu.data());
+    for (int64_t g = 0; g < groups; g += kMicroGroups) {
+      const PackedXBlock* xg = xp.data() + g * nb;
+      float* yg = y + g * 16 * ldy + r0;
+      for (int64_t r = 0; r < rows; r += kMicroRows) {
+        const int rr = static_cast<int>(std::min<int64_t>(kMicroRows, rows - r));
+        if (groups - g >= 2) {
+          MicroBatchedR<P::kHasMin, 2>(rr, wu.data() + r * nb, nb, xg, &valid[g], yg + r, ldy);
+        } else {
+          MicroBatchedR<P::kHasMin, 1>(rr, wu.data() + r * nb, nb, xg, &valid[g], yg + r, ldy);
+        }
+      }
+    }
+  }
+}
+
+// Sums of the 8 lanes of each of v[0..8), in order: lane i = Σ v[i].
+inline __m256i ReduceRows8(const __m256i* v) {
+  __m256i h01 = _mm256_hadd_epi32(v[0], v[1]);
+  __m256i h23 = _mm256_hadd_epi32(v[2], v[3]);
+  __m256i h45 = _mm256_hadd_epi32(v[4], v[5]);
+  __m256i h67 = _mm256_hadd_epi32(v[6], v[7]);
+  __m256i q0 = _mm256_hadd_epi32(h01, h23);  // [r0..3 low halves | r0..3 high halves]
+  __m256i q1 = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20),
+                          _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+// Up to 16 weight rows (lanes) × num_x activation rows, one at a time.
+template <class P>
+void MatvecRows16(const uint8_t* w, int64_t row_bytes, int rows, const BlockQ8A* x,
+                  int64_t num_x, int64_t nb, float* y, int64_t ldy) {
+  using Block = typename P::Block;
+  const Block* row[16];
+  int32_t offs[16];
+  for (int r = 0; r < 16; ++r) {
+    const int rr = std::min(r, rows - 1);  // padding lanes repeat the last row
+    row[r] = reinterpret_cast<const Block*>(w + rr * row_bytes);
+    offs[r] = static_cast<int32_t>(rr * row_bytes);
+  }
+  const __m512i vindex = _mm512_loadu_si512(offs);
+  const __mmask16 store_mask = static_cast<__mmask16>((1u << rows) - 1);
+  // The 16 rows are 16 interleaved streams; prefetch the next tile's bytes
+  // (spread over the blocks) so the hardware prefetchers need not find them.
+  const char* next = reinterpret_cast<const char*>(w) + 16 * row_bytes;
+  const int64_t lines_per_block = (16 * row_bytes / 64 + nb - 1) / nb;
+  for (int64_t c = 0; c < num_x; ++c) {
+    const BlockQ8A* xc = x + c * nb;
+    __m512 acc = _mm512_setzero_ps(), macc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      if (c == 0) {
+        for (int64_t k = 0; k < lines_per_block; ++k) {
+          _mm_prefetch(next + (b * lines_per_block + k) * 64, _MM_HINT_T0);
+        }
+      }
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xc[b].qs));
+      __m256i dots[16];
+      for (int r = 0; r < 16; ++r) {
+        const __m256i wv = P::Weights(row[r][b]);
+        if constexpr (P::kSigned) {
+          dots[r] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(wv),
+                                        _mm256_sign_epi8(xv, wv));
+        } else {
+          dots[r] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wv, xv);
+        }
+      }
+      const __m512i isum = _mm512_inserti64x4(_mm512_castsi256_si512(ReduceRows8(dots)),
+                                              ReduceRows8(dots + 8), 1);
+      // d (and m) of the 16 rows' block b: the block's first 4 bytes.
+      const __m512i hdr = _mm512_i32gather_epi32(
+          vindex, reinterpret_cast<const uint8_t*>(w) + b * sizeof(Block), 1);
+      const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(hdr));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(xc[b].d)),
+                            acc);
+      if constexpr (P::kHasMin) {
+        const __m512 mw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(hdr, 16)));
+        macc = _mm512_fmadd_ps(mw, _mm512_set1_ps(xc[b].s), macc);
+      }
+    }
+    _mm512_mask_storeu_ps(y + c * ldy, store_mask, _mm512_add_ps(acc, macc));
+  }
+}
+
+template <class P>
+void TileMatvec(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8A* x,
+                int64_t num_x, int64_t nb, float* y, int64_t ldy) {
+  for (int64_t r0 = 0; r0 < num_rows; r0 += 16) {
+    const int rows = static_cast<int>(std::min<int64_t>(16, num_rows - r0));
+    MatvecRows16<P>(w + r0 * row_bytes, row_bytes, rows, x, num_x, nb, y + r0, ldy);
+  }
+}
+
+template <class P>
+void TileAvx512(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8A* x,
+                int64_t num_x, int64_t nb, float* y, int64_t ldy) {
+  const int64_t rem = num_x % 16;
+  const int64_t batched = num_x - (rem < kMinBatchedX ? rem : 0);
+  if (batched > 0) TileBatched<P>(w, row_bytes, num_rows, x, batched, nb, y, ldy);
+  if (batched < num_x) {
+    TileMatvec<P>(w, row_bytes, num_rows, x + batched * nb, num_x - batched, nb,
+                  y + batched * ldy, ldy);
+  }
+}
 
 float DotF32Avx512(const float* a, const float* b, int64_t n) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
@@ -45,11 +360,8 @@ float DotF32Avx512(const float* a, const float* b, int64_t n) {
 }  // namespace
 
 const QuantKernels& QuantKernelsAvx512() {
-  static const QuantKernels k{QuantizeRowSimd,
-                              Tile<Q8_0Simd<VnniOps>, VnniOps, 4, 4, 4>,
-                              Tile<Q4_0Simd<VnniOps>, VnniOps, 4, 4, 4>,
-                              Tile<Q4_1Simd<VnniOps>, VnniOps, 4, 4, 4>,
-                              DotF32Avx512};
+  static const QuantKernels k{QuantizeRowSimd, TileAvx512<Q8_0Avx512>, TileAvx512<Q4_0Avx512>,
+                              TileAvx512<Q4_1Avx512>, DotF32Avx512};
   return k;
 }
 

@@ -1,7 +1,8 @@
-// Shared body of the AVX2 and AVX-512 quantized-dot kernels. Included only by
-// quant_kernels_avx2.cc and quant_kernels_avx512.cc, each compiled with its
-// own ISA flags; everything here has internal linkage (anonymous namespace),
-// so the two copies never merge at link time.
+// Shared body of the AVX2 quantized-dot kernels (the AVX-512 file uses its
+// helpers and QuantizeRowSimd). Included only by quant_kernels_avx2.cc and
+// quant_kernels_avx512.cc, each compiled with its own ISA flags; everything
+// here has internal linkage (anonymous namespace), so the two copies never
+// merge at link time.
 //
 // `Ops` supplies the one instruction that differs between the ISAs:
 //   static __m256i Dpbusd(__m256i acc, __m256i u8, __m256i s8)
@@ -160,8 +161,8 @@ void MicroTileRC(int rr, int cc, const uint8_t* w, int64_t row_bytes, const Bloc
 // is one activation row (matvec: more independent weight streams), else
 // kRows × kCols (kRows, kCols <= 4).
 template <class P, class Ops, int kRows, int kCols, int kRowsMatvec>
-void Tile(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8A* x, int64_t num_x,
-          int64_t nb, float* y, int64_t ldy) {
+void TileBlock(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8A* x,
+               int64_t num_x, int64_t nb, float* y, int64_t ldy) {
   const int rstep = num_x == 1 ? kRowsMatvec : kRows;
   for (int64_t c0 = 0; c0 < num_x; c0 += kCols) {
     int cc = static_cast<int>(std::min<int64_t>(kCols, num_x - c0));
@@ -169,6 +170,24 @@ void Tile(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8A*
       int rr = static_cast<int>(std::min<int64_t>(rstep, num_rows - r0));
       MicroTileRC<P, Ops>(rr, cc, w + r0 * row_bytes, row_bytes, x + c0 * nb, nb,
                           y + c0 * ldy + r0, ldy);
+    }
+  }
+}
+
+// Cache blocks of weight rows × activation rows: a block of weight rows
+// (<= 64 × 720 B for the widest Q4_1 row here) stays in L1/L2 while up to 64
+// quantized activation rows stream past it.
+template <class P, class Ops, int kRows, int kCols, int kRowsMatvec>
+void Tile(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8A* x, int64_t num_x,
+          int64_t nb, float* y, int64_t ldy) {
+  constexpr int64_t kRowBlock = 64, kColBlock = 64;
+  for (int64_t rb = 0; rb < num_rows; rb += kRowBlock) {
+    const int64_t re = std::min(rb + kRowBlock, num_rows);
+    for (int64_t cb = 0; cb < num_x; cb += kColBlock) {
+      const int64_t ce = std::min(cb + kColBlock, num_x);
+      TileBlock<P, Ops, kRows, kCols, kRowsMatvec>(w + rb * row_bytes, row_bytes, re - rb,
+                                                   x + cb * nb, ce - cb, nb, y + cb * ldy + rb,
+                                                   ldy);
     }
   }
 }

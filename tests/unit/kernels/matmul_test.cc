@@ -9,8 +9,8 @@
 //    d_b·q_i with |x_i - d_b q_i| <= d_b / 2 (d_b = max|x| in its block / 127),
 //    so |y_q - y_f| <= Σ_i |w_i| d_b / 2 + 2 · cols · 2^-24 · A.
 //  - quantized AVX vs quantized reference: 1e-5 · A (summation order only).
-//  - 1 vs 2 threads, and a row computed alone vs inside a batch of 17:
-//    bit-identical.
+//  - 1 vs 2 threads, a row computed alone vs inside a batch of 17, any batch
+//    size (1 .. 64), and MatMulMany vs one MatMul per matrix: bit-identical.
 #include <cmath>
 #include <random>
 #include <vector>
@@ -143,6 +143,30 @@ TEST_P(MatMulTest, RowResultIndependentOfBatch) {
   }
 }
 
+// Every batch size takes one of the AVX-512 tile shapes (matvec, full groups
+// of 16, padded groups, groups + matvec remainder); the bits must not change.
+TEST_P(MatMulTest, RowResultIndependentOfBatchSize) {
+  const GgmlType type = GetParam();
+  if (!IsQuantType(type)) GTEST_SKIP() << "covered by RowResultIndependentOfBatch";
+  std::mt19937 rng(static_cast<unsigned>(type) + 30);
+  const int64_t cols = 576;
+  Problem p = MakeProblem(rng, type, 83, cols);
+  std::vector<float> x = RandomFloats(rng, 64 * cols);
+  ThreadPool pool(2);
+  for (Isa isa : AvailableIsas()) {
+    std::vector<float> full = RunMatMul(p, x, 64, isa, true, &pool);
+    for (int64_t n : {1, 2, 5, 6, 15, 16, 17, 21, 22, 33, 63}) {
+      std::vector<float> xn(x.begin(), x.begin() + n * cols);
+      for (ThreadPool* tp : {&pool, static_cast<ThreadPool*>(nullptr)}) {
+        std::vector<float> y = RunMatMul(p, xn, n, isa, true, tp);
+        for (int64_t i = 0; i < n * p.rows; ++i) {
+          ASSERT_EQ(y[i], full[i]) << IsaName(isa) << " n " << n << " output " << i;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, MatMulTest,
                          ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
                                            GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
@@ -170,6 +194,52 @@ TEST(MatMulLargeTest, ModelShapeThreadedMatchesReference) {
     std::vector<float> got = RunMatMul(p, x, 64, isa, true, &pool);
     for (size_t i = 0; i < ref.size(); ++i) {
       ASSERT_NEAR(got[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << IsaName(isa) << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tandem::kernels
+
+namespace tandem::kernels {
+namespace {
+
+// MatMulMany must give the bits of one MatMul per matrix, fused (quantized
+// types) or not (mixed with F32, or reference precision).
+TEST(MatMulManyTest, BitIdenticalToSeparateMatMuls) {
+  std::mt19937 rng(77);
+  const int64_t cols = 576;
+  std::vector<Problem> ps;
+  ps.push_back(MakeProblem(rng, GgmlType::kQ4_1, 576 / 4, cols));
+  ps.push_back(MakeProblem(rng, GgmlType::kQ4_1, 37, cols));
+  ps.push_back(MakeProblem(rng, GgmlType::kQ8_0, 64, cols));
+  ps.push_back(MakeProblem(rng, GgmlType::kQ4_0, 5, cols));
+  ps.push_back(MakeProblem(rng, GgmlType::kF32, 9, cols));
+  ThreadPool pool(2);
+  for (int64_t n : {1, 3, 16, 17, 40}) {
+    std::vector<float> x = RandomFloats(rng, n * cols);
+    for (Isa isa : AvailableIsas()) {
+      for (bool quantize : {true, false}) {
+        for (size_t count : {size_t{2}, size_t{4}, size_t{5}}) {
+          std::vector<WeightView> views;
+          std::vector<std::vector<float>> ys;
+          std::vector<float*> outs;
+          for (size_t i = 0; i < count; ++i) {
+            views.push_back(ps[i].View());
+            ys.emplace_back(n * ps[i].rows, NAN);
+          }
+          for (auto& y : ys) outs.push_back(y.data());
+          MatMulParams params;
+          params.isa = isa;
+          params.quantize_activations = quantize;
+          MatMulMany(views, x.data(), n, outs, params, &pool);
+          for (size_t i = 0; i < count; ++i) {
+            ASSERT_EQ(ys[i], RunMatMul(ps[i], x, n, isa, quantize, &pool))
+                << IsaName(isa) << " n " << n << " quantize " << quantize << " matrix " << i
+                << " of " << count;
+          }
+        }
+      }
     }
   }
 }
