@@ -24,6 +24,24 @@ class Collect : public RequestObserver {
   std::map<int64_t, RequestOutput> outputs;
 };
 
+// A scheduler over a fresh in-process group of `num_blocks` KV blocks.
+struct Harness {
+  Harness(model::Model* model, const tokenizer::Tokenizer* tokenizer, int32_t num_blocks,
+          const SchedulerConfig& config = {}) {
+    worker::StepExecutorConfig ec;
+    ec.num_blocks = num_blocks;
+    ec.block_size = 16;
+    ec.eos_token_ids = tokenizer->EndOfGenerationIds();
+    auto created = LocalWorkerGroup::Create(model, ec);
+    CHECK(created.ok(), "%s", created.status().ToString());
+    group = *std::move(created);
+    scheduler = std::make_unique<Scheduler>(config, group.get(), tokenizer, &collect);
+  }
+  std::unique_ptr<LocalWorkerGroup> group;
+  Collect collect;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
 class SchedulerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -43,14 +61,9 @@ class SchedulerTest : public ::testing::Test {
   std::map<int64_t, RequestOutput> Run(std::vector<GenerateRequest> requests,
                                        int32_t num_blocks = 1024, SchedulerConfig config = {},
                                        SchedulerStats* stats = nullptr) {
-    worker::StepExecutorConfig ec;
-    ec.num_blocks = num_blocks;
-    ec.block_size = 16;
-    ec.eos_token_ids = tokenizer_->EndOfGenerationIds();
-    auto group = LocalWorkerGroup::Create(model_, ec);
-    CHECK(group.ok());
-    Collect collect;
-    Scheduler scheduler(config, group->get(), tokenizer_, &collect);
+    Harness h(model_, tokenizer_, num_blocks, config);
+    Scheduler& scheduler = *h.scheduler;
+    Collect& collect = h.collect;
     for (auto& r : requests) CHECK(scheduler.Submit(r).ok());
     for (int i = 0; i < 100000 && scheduler.HasWork(); ++i) CHECK(scheduler.Step().ok());
     EXPECT_FALSE(scheduler.HasWork());
@@ -158,13 +171,9 @@ TEST_F(SchedulerTest, SharedPrefixHitsCacheWithSameOutput) {
       "and never invent sources. Keep a neutral tone and use plain language. ";
   GenerateRequest a = Request(1, shared + "What is the boiling point of water?", 10);
   GenerateRequest b = Request(2, shared + "What is the boiling point of water?", 10);
-  worker::StepExecutorConfig ec;
-  ec.num_blocks = 256;
-  ec.eos_token_ids = tokenizer_->EndOfGenerationIds();
-  auto group = LocalWorkerGroup::Create(model_, ec);
-  ASSERT_TRUE(group.ok());
-  Collect collect;
-  Scheduler scheduler({}, group->get(), tokenizer_, &collect);
+  Harness h(model_, tokenizer_, 256);
+  Scheduler& scheduler = *h.scheduler;
+  Collect& collect = h.collect;
   ASSERT_TRUE(scheduler.Submit(a).ok());
   while (scheduler.HasWork()) ASSERT_TRUE(scheduler.Step().ok());
   ASSERT_TRUE(scheduler.Submit(b).ok());
@@ -178,13 +187,9 @@ TEST_F(SchedulerTest, SharedPrefixHitsCacheWithSameOutput) {
 }
 
 TEST_F(SchedulerTest, CancelFreesBlocksAndFinishes) {
-  worker::StepExecutorConfig ec;
-  ec.num_blocks = 256;
-  ec.eos_token_ids = tokenizer_->EndOfGenerationIds();
-  auto group = LocalWorkerGroup::Create(model_, ec);
-  ASSERT_TRUE(group.ok());
-  Collect collect;
-  Scheduler scheduler({}, group->get(), tokenizer_, &collect);
+  Harness h(model_, tokenizer_, 256);
+  Scheduler& scheduler = *h.scheduler;
+  Collect& collect = h.collect;
   GenerateRequest r = Request(3, "Count to one hundred:", 200);
   r.params.n = 2;
   ASSERT_TRUE(scheduler.Submit(r).ok());
@@ -221,13 +226,8 @@ TEST_F(SchedulerTest, StopStringAndStopToken) {
 }
 
 TEST_F(SchedulerTest, RejectsBadRequestsWithClearErrors) {
-  worker::StepExecutorConfig ec;
-  ec.num_blocks = 4;
-  ec.eos_token_ids = tokenizer_->EndOfGenerationIds();
-  auto group = LocalWorkerGroup::Create(model_, ec);
-  ASSERT_TRUE(group.ok());
-  Collect collect;
-  Scheduler scheduler({}, group->get(), tokenizer_, &collect);
+  Harness h(model_, tokenizer_, 4);
+  Scheduler& scheduler = *h.scheduler;
   auto expect_error = [&](GenerateRequest r, absl::StatusCode code, const std::string& needle) {
     absl::Status s = scheduler.Submit(std::move(r));
     EXPECT_EQ(s.code(), code) << s;
@@ -252,6 +252,7 @@ TEST_F(SchedulerTest, RejectsBadRequestsWithClearErrors) {
   big.prompt_tokens.assign(100, 42);  // needs 7 blocks, the cache has 4
   expect_error(big, absl::StatusCode::kResourceExhausted, "4 blocks");
   EXPECT_FALSE(scheduler.HasWork());
+  EXPECT_TRUE(h.collect.outputs.empty());
 }
 
 }  // namespace
