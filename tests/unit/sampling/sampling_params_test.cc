@@ -11,14 +11,21 @@ namespace {
 
 constexpr int32_t kVocab = 1000;
 
-// Expects InvalidArgument whose message contains every fragment.
-void ExpectInvalid(const SamplingParams& p, std::initializer_list<std::string> fragments) {
+// Succeeds when validation fails with InvalidArgument whose message contains
+// every fragment.
+::testing::AssertionResult IsInvalid(const SamplingParams& p,
+                                     std::initializer_list<std::string> fragments) {
   absl::Status s = ValidateSamplingParams(p, kVocab);
-  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  for (const std::string& f : fragments) {
-    EXPECT_NE(s.message().find(f), std::string::npos)
-        << "message \"" << s.message() << "\" lacks \"" << f << "\"";
+  if (s.code() != absl::StatusCode::kInvalidArgument) {
+    return ::testing::AssertionFailure() << "expected InvalidArgument, got " << s;
   }
+  for (const std::string& f : fragments) {
+    if (s.message().find(f) == std::string::npos) {
+      return ::testing::AssertionFailure()
+             << "message \"" << s.message() << "\" lacks \"" << f << "\"";
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 TEST(SamplingParamsTest, DefaultsAndEdgesAreValid) {
@@ -44,96 +51,96 @@ TEST(SamplingParamsTest, DefaultsAndEdgesAreValid) {
 TEST(SamplingParamsTest, Temperature) {
   SamplingParams p;
   p.temperature = -0.5f;
-  ExpectInvalid(p, {"temperature -0.5 is out of range", ">= 0"});
+  EXPECT_TRUE(IsInvalid(p, {"temperature -0.5 is out of range", ">= 0"}));
   p.temperature = std::numeric_limits<float>::quiet_NaN();
-  ExpectInvalid(p, {"temperature nan", ">= 0"});
+  EXPECT_TRUE(IsInvalid(p, {"temperature nan", ">= 0"}));
   p.temperature = std::numeric_limits<float>::infinity();
-  ExpectInvalid(p, {"temperature inf", "finite"});
+  EXPECT_TRUE(IsInvalid(p, {"temperature inf", "finite"}));
 }
 
 TEST(SamplingParamsTest, TopP) {
   SamplingParams p;
   p.top_p = 0.0f;
-  ExpectInvalid(p, {"top_p 0 is out of range", "(0, 1]"});
+  EXPECT_TRUE(IsInvalid(p, {"top_p 0 is out of range", "(0, 1]"}));
   p.top_p = 1.5f;
-  ExpectInvalid(p, {"top_p 1.5", "(0, 1]"});
+  EXPECT_TRUE(IsInvalid(p, {"top_p 1.5", "(0, 1]"}));
   p.top_p = std::nanf("");
-  ExpectInvalid(p, {"top_p nan", "(0, 1]"});
+  EXPECT_TRUE(IsInvalid(p, {"top_p nan", "(0, 1]"}));
 }
 
 TEST(SamplingParamsTest, TopK) {
   SamplingParams p;
   p.top_k = -2;
-  ExpectInvalid(p, {"top_k -2 is out of range", ">= -1"});
+  EXPECT_TRUE(IsInvalid(p, {"top_k -2 is out of range", ">= -1"}));
 }
 
 TEST(SamplingParamsTest, MinP) {
   SamplingParams p;
   p.min_p = -0.1f;
-  ExpectInvalid(p, {"min_p -0.1", "[0, 1]"});
+  EXPECT_TRUE(IsInvalid(p, {"min_p -0.1", "[0, 1]"}));
   p.min_p = 1.01f;
-  ExpectInvalid(p, {"min_p 1.01", "[0, 1]"});
+  EXPECT_TRUE(IsInvalid(p, {"min_p 1.01", "[0, 1]"}));
   p.min_p = std::nanf("");
-  ExpectInvalid(p, {"min_p nan", "[0, 1]"});
+  EXPECT_TRUE(IsInvalid(p, {"min_p nan", "[0, 1]"}));
 }
 
 TEST(SamplingParamsTest, Penalties) {
   SamplingParams p;
   p.repetition_penalty = 0.0f;
-  ExpectInvalid(p, {"repetition_penalty 0", "> 0"});
+  EXPECT_TRUE(IsInvalid(p, {"repetition_penalty 0", "> 0"}));
   p.repetition_penalty = std::nanf("");
-  ExpectInvalid(p, {"repetition_penalty nan", "> 0"});
+  EXPECT_TRUE(IsInvalid(p, {"repetition_penalty nan", "> 0"}));
   p = SamplingParams();
   p.presence_penalty = 2.5f;
-  ExpectInvalid(p, {"presence_penalty 2.5", "[-2, 2]"});
+  EXPECT_TRUE(IsInvalid(p, {"presence_penalty 2.5", "[-2, 2]"}));
   p = SamplingParams();
   p.frequency_penalty = -3.0f;
-  ExpectInvalid(p, {"frequency_penalty -3", "[-2, 2]"});
+  EXPECT_TRUE(IsInvalid(p, {"frequency_penalty -3", "[-2, 2]"}));
   p.frequency_penalty = std::nanf("");
-  ExpectInvalid(p, {"frequency_penalty nan", "[-2, 2]"});
+  EXPECT_TRUE(IsInvalid(p, {"frequency_penalty nan", "[-2, 2]"}));
 }
 
 TEST(SamplingParamsTest, TokenCounts) {
   SamplingParams p;
   p.max_tokens = 0;
-  ExpectInvalid(p, {"max_tokens 0 is out of range", ">= 1"});
+  EXPECT_TRUE(IsInvalid(p, {"max_tokens 0 is out of range", ">= 1"}));
   p = SamplingParams();
   p.max_tokens = 10;
   p.min_tokens = 11;
-  ExpectInvalid(p, {"min_tokens 11", "[0, 10]"});
+  EXPECT_TRUE(IsInvalid(p, {"min_tokens 11", "[0, 10]"}));
   p.min_tokens = -1;
-  ExpectInvalid(p, {"min_tokens -1", "[0, 10]"});
+  EXPECT_TRUE(IsInvalid(p, {"min_tokens -1", "[0, 10]"}));
 }
 
 TEST(SamplingParamsTest, LogprobsAndN) {
   SamplingParams p;
   p.logprobs = 21;
-  ExpectInvalid(p, {"logprobs 21", "[0, 20]"});
+  EXPECT_TRUE(IsInvalid(p, {"logprobs 21", "[0, 20]"}));
   p.logprobs = -1;
-  ExpectInvalid(p, {"logprobs -1", "[0, 20]"});
+  EXPECT_TRUE(IsInvalid(p, {"logprobs -1", "[0, 20]"}));
   p = SamplingParams();
   p.n = 0;
-  ExpectInvalid(p, {"n 0 is out of range", "[1, 128]"});
+  EXPECT_TRUE(IsInvalid(p, {"n 0 is out of range", "[1, 128]"}));
   p.n = 129;
-  ExpectInvalid(p, {"n 129", "[1, 128]"});
+  EXPECT_TRUE(IsInvalid(p, {"n 129", "[1, 128]"}));
 }
 
 TEST(SamplingParamsTest, StopTokenIds) {
   SamplingParams p;
   p.stop_token_ids = {5, kVocab};
-  ExpectInvalid(p, {"stop_token_ids[1] 1000 is out of range", "[0, 1000)"});
+  EXPECT_TRUE(IsInvalid(p, {"stop_token_ids[1] 1000 is out of range", "[0, 1000)"}));
   p.stop_token_ids = {-3};
-  ExpectInvalid(p, {"stop_token_ids[0] -3", "[0, 1000)"});
+  EXPECT_TRUE(IsInvalid(p, {"stop_token_ids[0] -3", "[0, 1000)"}));
 }
 
 TEST(SamplingParamsTest, StopStrings) {
   SamplingParams p;
   p.stop = {"ok", ""};
-  ExpectInvalid(p, {"stop[1] is empty"});
+  EXPECT_TRUE(IsInvalid(p, {"stop[1] is empty"}));
   p.stop = {std::string("a\xC3", 2)};  // truncated 2-byte sequence
-  ExpectInvalid(p, {"stop[0] is not valid UTF-8 at byte 1"});
+  EXPECT_TRUE(IsInvalid(p, {"stop[0] is not valid UTF-8 at byte 1"}));
   p.stop = {std::string("\xC0\xAF")};  // overlong '/'
-  ExpectInvalid(p, {"stop[0] is not valid UTF-8 at byte 0"});
+  EXPECT_TRUE(IsInvalid(p, {"stop[0] is not valid UTF-8 at byte 0"}));
 }
 
 }  // namespace
