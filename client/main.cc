@@ -1,6 +1,7 @@
 // tandem: the user's command. Subcommands:
 //   tandem run --model PATH (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE) ...
 //   tandem tokenize --model PATH [--decode]
+//   tandem make-model --shape NAME --dtype bf16|q8_0 --out FILE.gguf [--seed S] [--vocab-from GGUF]
 //
 // Thread model: the main thread parses flags and runs the scheduler loop; the
 // model's thread pool (--threads, default every core) runs each forward.
@@ -14,6 +15,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "client/make_model_command.h"
 #include "client/run_command.h"
 #include "client/tokenize_command.h"
 
@@ -48,11 +50,19 @@ ABSL_FLAG(int32_t, max_batched_tokens, 1024, "Token budget of one scheduler step
 ABSL_FLAG(int32_t, max_seqs, 256, "Sequences in one scheduler step");
 ABSL_FLAG(bool, prefix_cache, true, "Reuse cached KV blocks of shared prompt prefixes");
 ABSL_FLAG(bool, decode, false, "tokenize: decode JSON arrays of ids back to text");
+ABSL_FLAG(std::string, shape, "", "make-model: llama3-8b, llama2-7b or smollm2-135m");
+ABSL_FLAG(std::string, dtype, "bf16", "make-model: weight type, bf16 or q8_0");
+ABSL_FLAG(std::string, out, "", "make-model: output GGUF path");
+ABSL_FLAG(std::string, vocab_from, "",
+          "make-model: copy the tokenizer of this GGUF (same vocabulary size)");
 
 namespace {
 
 int Usage() {
-  std::fprintf(stderr, "usage: tandem run|tokenize --model PATH [flags]   (--help for flags)\n");
+  std::fprintf(stderr,
+               "usage: tandem run|tokenize --model PATH [flags]\n"
+               "       tandem make-model --shape NAME --dtype bf16|q8_0 --out FILE.gguf\n"
+               "       (--help for flags)\n");
   return 2;
 }
 
@@ -88,7 +98,7 @@ std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("tandem run|tokenize --model PATH [flags]");
+  absl::SetProgramUsageMessage("tandem run|tokenize|make-model [flags]");
   std::vector<std::string> normalized = NormalizeFlagNames(argc, argv);
   std::vector<char*> normalized_argv;
   for (std::string& a : normalized) normalized_argv.push_back(a.data());
@@ -96,6 +106,16 @@ int main(int argc, char** argv) {
       absl::ParseCommandLine(static_cast<int>(normalized_argv.size()), normalized_argv.data());
   if (args.size() != 2) return Usage();
   const std::string command = args[1];
+  if (command == "make-model") {
+    tandem::client::MakeModelOptions o;
+    o.shape = absl::GetFlag(FLAGS_shape);
+    o.dtype = absl::GetFlag(FLAGS_dtype);
+    o.out = absl::GetFlag(FLAGS_out);
+    // Reproducible by default: seed 0 unless one is given.
+    o.seed = absl::GetFlag(FLAGS_seed) >= 0 ? static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)) : 0;
+    o.vocab_from = absl::GetFlag(FLAGS_vocab_from);
+    return tandem::client::MakeModelCommand(o);
+  }
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) {
     std::fprintf(stderr, "tandem %s: --model PATH is required\n", command.c_str());

@@ -2,10 +2,15 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "engine/gguf/gguf_file.h"
 
 namespace tandem::gguf {
@@ -83,8 +88,8 @@ void GgufWriter::AddFloat32Array(std::string key, const std::vector<float>& valu
   Add(std::move(key), MetadataValue::MakeArray(MetadataType::kFloat32, std::move(elements)));
 }
 
-absl::Status GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<int64_t> dims,
-                                   std::string bytes) {
+absl::StatusOr<uint64_t> GgufWriter::CheckTensor(const std::string& name, GgmlType type,
+                                                  const std::vector<int64_t>& dims) const {
   const GgmlTypeTraits* traits = FindTypeTraits(static_cast<uint32_t>(type));
   if (traits == nullptr) {
     return absl::InvalidArgumentError(absl::StrFormat("tensor '%s' has unknown ggml type %d",
@@ -112,21 +117,39 @@ absl::Status GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<
         "tensor '%s' has %d columns, not a multiple of the %s block size %d", name, dims[0],
         traits->name, traits->block_size));
   }
-  const uint64_t expected =
-      static_cast<uint64_t>(num_elements / traits->block_size) * traits->type_size;
-  if (bytes.size() != expected) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("tensor '%s' (%s, dims %s) needs %d bytes but was given %d", name,
-                        traits->name, dims_text, expected, bytes.size()));
-  }
   for (const PendingTensor& tensor : tensors_) {
     if (tensor.name == name) {
       return absl::InvalidArgumentError(
           absl::StrFormat("tensor '%s' was already added", name));
     }
   }
-  tensors_.push_back({std::move(name), type, std::move(dims), std::move(bytes)});
+  return static_cast<uint64_t>(num_elements / traits->block_size) * traits->type_size;
+}
+
+absl::Status GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                                   std::string bytes) {
+  ASSIGN_OR_RETURN(const uint64_t expected, CheckTensor(name, type, dims));
+  if (bytes.size() != expected) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s' (%s, dims {%s}) needs %d bytes but was given %d", name, TypeName(type),
+        absl::StrJoin(dims, ", "), expected, bytes.size()));
+  }
+  tensors_.push_back({std::move(name), type, std::move(dims), expected, /*has_bytes=*/true,
+                      std::move(bytes)});
   return absl::OkStatus();
+}
+
+absl::Status GgufWriter::AddTensorInfo(std::string name, GgmlType type,
+                                       std::vector<int64_t> dims) {
+  ASSIGN_OR_RETURN(const uint64_t num_bytes, CheckTensor(name, type, dims));
+  tensors_.push_back(
+      {std::move(name), type, std::move(dims), num_bytes, /*has_bytes=*/false, std::string()});
+  return absl::OkStatus();
+}
+
+uint64_t GgufWriter::TensorByteSize(size_t index) const {
+  CHECK(index < tensors_.size(), "tensor index %d, only %d tensors", index, tensors_.size());
+  return tensors_[index].num_bytes;
 }
 
 uint64_t GgufWriter::alignment() const {
@@ -141,7 +164,7 @@ uint64_t GgufWriter::alignment() const {
   return GgufFile::kDefaultAlignment;
 }
 
-std::string GgufWriter::Serialize() const {
+std::string GgufWriter::SerializeHeader() const {
   const uint64_t align = alignment();
   std::string out;
   out.append("GGUF", 4);
@@ -160,10 +183,27 @@ std::string GgufWriter::Serialize() const {
     for (int64_t dim : tensor.dims) AppendRaw<uint64_t>(static_cast<uint64_t>(dim), &out);
     AppendRaw<uint32_t>(static_cast<uint32_t>(tensor.type), &out);
     AppendRaw<uint64_t>(offset, &out);
-    offset += PaddedSize(tensor.bytes.size(), align);
+    offset += PaddedSize(tensor.num_bytes, align);
   }
   PadTo(align, &out);
+  return out;
+}
+
+uint64_t GgufWriter::FileSize() const {
+  // The header is small (metadata and tensor infos); building it is the
+  // simplest way to get its exact size.
+  const uint64_t align = alignment();
+  uint64_t size = SerializeHeader().size();
+  for (const PendingTensor& tensor : tensors_) size += PaddedSize(tensor.num_bytes, align);
+  return size;
+}
+
+std::string GgufWriter::Serialize() const {
+  const uint64_t align = alignment();
+  std::string out = SerializeHeader();
   for (const PendingTensor& tensor : tensors_) {
+    CHECK(tensor.has_bytes, "Serialize: tensor '%s' was declared by AddTensorInfo; use "
+          "WriteStreaming", tensor.name);
     out.append(tensor.bytes);
     PadTo(align, &out);
   }
@@ -185,6 +225,93 @@ absl::Status GgufWriter::WriteFile(const std::string& path) const {
         std::generic_category().message(write_error != 0 ? write_error : errno)));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// Owns a FILE* being written at `path`; closes it on destruction.
+class StreamFile {
+ public:
+  static absl::StatusOr<StreamFile> Create(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) {
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot create GGUF file '%s': %s", path, std::generic_category().message(errno)));
+    }
+    return StreamFile(path, f);
+  }
+  StreamFile(StreamFile&& other) noexcept
+      : path_(std::move(other.path_)), file_(std::exchange(other.file_, nullptr)) {}
+  StreamFile& operator=(StreamFile&&) = delete;
+  ~StreamFile() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+
+  absl::Status Write(std::string_view bytes) {
+    if (bytes.empty()) return absl::OkStatus();
+    const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), file_);
+    if (written != bytes.size()) {
+      return absl::UnavailableError(absl::StrFormat(
+          "wrote %d of %d bytes at offset %d of GGUF file '%s': %s", written, bytes.size(),
+          offset_, path_, std::generic_category().message(errno)));
+    }
+    offset_ += written;
+    return absl::OkStatus();
+  }
+
+  absl::Status Close() {
+    std::FILE* f = std::exchange(file_, nullptr);
+    if (std::fclose(f) != 0) {
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot finish GGUF file '%s' after %d bytes: %s", path_, offset_,
+          std::generic_category().message(errno)));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  StreamFile(std::string path, std::FILE* f) : path_(std::move(path)), file_(f) {}
+
+  std::string path_;
+  std::FILE* file_;
+  uint64_t offset_ = 0;
+};
+
+}  // namespace
+
+absl::Status GgufWriter::WriteStreaming(const std::string& path,
+                                        const TensorProducer& produce) const {
+  const std::string partial = path + ".partial";
+  absl::Status status = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(StreamFile file, StreamFile::Create(partial));
+    const uint64_t align = alignment();
+    const std::string padding(align, '\0');
+    RETURN_IF_ERROR(file.Write(SerializeHeader()));
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      const PendingTensor& tensor = tensors_[i];
+      const uint64_t pad = PaddedSize(tensor.num_bytes, align) - tensor.num_bytes;
+      if (tensor.has_bytes) {
+        RETURN_IF_ERROR(file.Write(tensor.bytes));
+      } else {
+        ASSIGN_OR_RETURN(const std::string bytes, produce(i));
+        if (bytes.size() != tensor.num_bytes) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "tensor %d '%s' (%s, dims {%s}) needs %d bytes but the producer gave %d", i,
+              tensor.name, TypeName(tensor.type), absl::StrJoin(tensor.dims, ", "),
+              tensor.num_bytes, bytes.size()));
+        }
+        RETURN_IF_ERROR(file.Write(bytes));
+      }
+      RETURN_IF_ERROR(file.Write(std::string_view(padding.data(), pad)));
+    }
+    return file.Close();
+  }();
+  if (status.ok() && std::rename(partial.c_str(), path.c_str()) != 0) {
+    status = absl::UnavailableError(absl::StrFormat("cannot rename '%s' to '%s': %s", partial,
+                                                    path, std::generic_category().message(errno)));
+  }
+  if (!status.ok()) std::remove(partial.c_str());
+  return status;
 }
 
 }  // namespace tandem::gguf

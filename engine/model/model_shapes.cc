@@ -1,0 +1,59 @@
+#include "engine/model/model_shapes.h"
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace tandem::model {
+
+const std::vector<ModelShape>& KnownModelShapes() {
+  // From each model's published config.json (Meta-Llama-3-8B, Llama-2-7b-hf,
+  // SmolLM2-135M-Instruct).
+  static const auto* const kShapes = new std::vector<ModelShape>{
+      {.name = "llama3-8b",
+       .num_layers = 32,
+       .hidden_dim = 4096,
+       .ffn_dim = 14336,
+       .num_heads = 32,
+       .num_kv_heads = 8,
+       .vocab_size = 128256,
+       .context_length = 8192,
+       .rope_freq_base = 500000.0f,
+       .rms_norm_eps = 1e-5f,
+       .tied_output = false},
+      {.name = "llama2-7b",
+       .num_layers = 32,
+       .hidden_dim = 4096,
+       .ffn_dim = 11008,
+       .num_heads = 32,
+       .num_kv_heads = 32,
+       .vocab_size = 32000,
+       .context_length = 4096,
+       .rope_freq_base = 10000.0f,
+       .rms_norm_eps = 1e-5f,
+       .tied_output = false},
+      {.name = "smollm2-135m",
+       .num_layers = 30,
+       .hidden_dim = 576,
+       .ffn_dim = 1536,
+       .num_heads = 9,
+       .num_kv_heads = 3,
+       .vocab_size = 49152,
+       .context_length = 8192,
+       .rope_freq_base = 100000.0f,
+       .rms_norm_eps = 1e-5f,
+       .tied_output = true},
+  };
+  return *kShapes;
+}
+
+absl::StatusOr<ModelShape> FindModelShape(std::string_view name) {
+  std::vector<std::string> names;
+  for (const ModelShape& shape : KnownModelShapes()) {
+    if (shape.name == name) return shape;
+    names.push_back(shape.name);
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "unknown model shape '%s' (known shapes: %s)", name, absl::StrJoin(names, ", ")));
+}
+
+}  // namespace tandem::model
