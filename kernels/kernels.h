@@ -60,6 +60,13 @@ void MatMulMany(std::span<const WeightView> ws, const float* x, int64_t n,
 // out[i, :] = x[i, :] / sqrt(mean(x[i, :]²) + eps) * weight.   x, out: [n, dim]
 void RmsNorm(const float* x, const float* weight, int64_t n, int64_t dim, float eps, float* out);
 
+// RmsNorm with `isa` choosing vector code and rows split over `pool` (may be
+// null). Versus the reference above the results differ by fp32 rounding
+// (relative 1e-5 is ample); for one isa each row's bits do not depend on n,
+// the other rows or the thread count.
+void RmsNorm(const float* x, const float* weight, int64_t n, int64_t dim, float eps, float* out,
+             Isa isa, ThreadPool* pool);
+
 // Rotary embedding in place, llama "normal" convention (GGUF's llama layout):
 // the pair (x[2i], x[2i+1]) of each head is rotated by pos * base^(-2i/rope_dim)
 // for 2i < rope_dim.   x: [num_tokens, num_heads, head_dim], positions: [num_tokens]
@@ -68,6 +75,11 @@ void Rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_he
 
 // gate[i] = silu(gate[i]) * up[i] for i < n.
 void SiluMul(float* gate, const float* up, int64_t n);
+
+// SiluMul with `isa` choosing vector code (a polynomial exp, relative error
+// < 3e-7) and elements split over `pool` (may be null). Each element's bits
+// depend only on gate[i], up[i] and isa.
+void SiluMul(float* gate, const float* up, int64_t n, Isa isa, ThreadPool* pool);
 
 // x[i] += y[i] for i < n.
 void Add(float* x, const float* y, int64_t n);

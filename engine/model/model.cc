@@ -159,7 +159,7 @@ absl::Status Model::Forward(std::span<const ForwardSequence> batch, kv::KvStorag
     row += static_cast<int64_t>(s.tokens.size());
   }
   kernels::RmsNorm(out_.data(), weights_.output_norm.data(), num_rows, c.hidden_dim,
-                   c.rms_norm_eps, h_.data());
+                   c.rms_norm_eps, h_.data(), attention_params_.isa, pool_.get());
   MatMul(weights_.output, h_.data(), num_rows, logits);
   return absl::OkStatus();
 }
@@ -171,7 +171,8 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
   const int64_t hidden = c.hidden_dim;
 
   // Attention block: x += Wo · attention(rope(Wq h), rope(Wk h), Wv h), h = norm(x).
-  kernels::RmsNorm(x_.data(), w.attn_norm.data(), n, hidden, c.rms_norm_eps, h_.data());
+  kernels::RmsNorm(x_.data(), w.attn_norm.data(), n, hidden, c.rms_norm_eps, h_.data(),
+                   attention_params_.isa, pool_.get());
   {
     const kernels::WeightView qkv[] = {w.wq, w.wk, w.wv};
     float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
@@ -191,13 +192,14 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
   kernels::Add(x_.data(), out_.data(), n * hidden);
 
   // Feed-forward block: x += W_down · (silu(W_gate h) * W_up h), h = norm(x).
-  kernels::RmsNorm(x_.data(), w.ffn_norm.data(), n, hidden, c.rms_norm_eps, h_.data());
+  kernels::RmsNorm(x_.data(), w.ffn_norm.data(), n, hidden, c.rms_norm_eps, h_.data(),
+                   attention_params_.isa, pool_.get());
   {
     const kernels::WeightView gate_up[] = {w.w_gate, w.w_up};
     float* const gate_up_out[] = {gate_.data(), up_.data()};
     kernels::MatMulMany(gate_up, h_.data(), n, gate_up_out, matmul_params_, pool_.get());
   }
-  kernels::SiluMul(gate_.data(), up_.data(), n * c.ffn_dim);
+  kernels::SiluMul(gate_.data(), up_.data(), n * c.ffn_dim, attention_params_.isa, pool_.get());
   MatMul(w.w_down, gate_.data(), n, out_.data());
   kernels::Add(x_.data(), out_.data(), n * hidden);
 }

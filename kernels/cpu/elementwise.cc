@@ -1,12 +1,26 @@
-// RmsNorm, SiluMul and Add: plain loops over contiguous f32 rows, written so
-// the compiler can vectorize them (no aliasing tricks, no branches in the
-// element loops). They are a few percent of a forward pass, so they have no
-// per-ISA variants; any size is valid.
+// RmsNorm, SiluMul and Add: plain loops over contiguous f32 rows (the
+// reference twins), and the ISA-dispatched overloads of RmsNorm and SiluMul
+// that run the AVX-512 bodies (elementwise_avx512.cc) split over the pool.
+// Any size is valid.
+#include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/elementwise_avx512.h"
 #include "kernels/kernels.h"
 
 namespace tandem::kernels {
+namespace {
+
+// Elements below which a call stays on the calling thread: the hand-off to
+// the pool costs more than the work.
+constexpr int64_t kMinParallelElems = 1 << 15;
+
+bool UsePool(ThreadPool* pool, int64_t elems) {
+  return pool != nullptr && pool->num_threads() > 1 && elems >= kMinParallelElems;
+}
+
+}  // namespace
 
 void RmsNorm(const float* x, const float* weight, int64_t n, int64_t dim, float eps, float* out) {
   for (int64_t i = 0; i < n; ++i) {
@@ -24,6 +38,40 @@ void SiluMul(float* gate, const float* up, int64_t n) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+void RmsNorm(const float* x, const float* weight, int64_t n, int64_t dim, float eps, float* out,
+             Isa isa, ThreadPool* pool) {
+  const bool simd = ClampIsa(isa) == Isa::kAvx512;
+  auto rows = [&](int, int64_t begin, int64_t end) {
+    if (simd) {
+      RmsNormRowsAvx512(x + begin * dim, weight, end - begin, dim, eps, out + begin * dim);
+    } else {
+      RmsNorm(x + begin * dim, weight, end - begin, dim, eps, out + begin * dim);
+    }
+  };
+  if (!UsePool(pool, n * dim)) {
+    if (n > 0) rows(0, 0, n);
+    return;
+  }
+  pool->ParallelFor(n, std::max<int64_t>(1, kMinParallelElems / 2 / std::max<int64_t>(dim, 1)),
+                    rows);
+}
+
+void SiluMul(float* gate, const float* up, int64_t n, Isa isa, ThreadPool* pool) {
+  const bool simd = ClampIsa(isa) == Isa::kAvx512;
+  auto range = [&](int, int64_t begin, int64_t end) {
+    if (simd) {
+      SiluMulAvx512(gate + begin, up + begin, end - begin);
+    } else {
+      SiluMul(gate + begin, up + begin, end - begin);
+    }
+  };
+  if (!UsePool(pool, n)) {
+    if (n > 0) range(0, 0, n);
+    return;
+  }
+  pool->ParallelFor(n, kMinParallelElems / 2, range);
 }
 
 void Add(float* x, const float* y, int64_t n) {

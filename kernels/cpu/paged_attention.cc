@@ -20,7 +20,10 @@ void PagedAttention(const float* q, std::span<const AttentionSeq> seqs, const Pa
   const int32_t group = params.num_heads / cache.num_kv_heads;
   const int64_t hd = cache.head_dim;
   AttentionItemFn fn = AttendItemRef;
-  if (ClampIsa(params.isa) != Isa::kReference && hd % 8 == 0) fn = AttendItemAvx2;
+  const Isa isa = ClampIsa(params.isa);
+  if (isa != Isa::kReference && hd % 8 == 0) {
+    fn = isa == Isa::kAvx512 ? AttendItemAvx512For(cache, group) : AttendItemAvx2;
+  }
 
   // (seq, row) of every query token, in batch order; reused across calls.
   struct TokenRef {

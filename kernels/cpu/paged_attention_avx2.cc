@@ -3,8 +3,8 @@
 // (f32 rows are used in place), scores of 8 keys at a time come from 8 dot
 // products folded by one horizontal-add tree, exp is a vector polynomial, and
 // the V accumulation keeps up to 64 output dims in registers per query head.
-// Used for both Isa::kAvx2 and Isa::kAvx512 (on Zen 4 a 512-bit op costs two
-// 256-bit ones; this loop is load-bound, not width-bound).
+// Used for Isa::kAvx2, and for Isa::kAvx512 at shapes the grouped AVX-512
+// kernel (paged_attention_avx512.cc) does not instantiate.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -27,6 +27,11 @@ using AttentionItemFn = void (*)(const AttentionItem& item, const PagedKvView& c
 void AttendItemRef(const AttentionItem& item, const PagedKvView& cache, float scale);
 // Online softmax per key block, AVX2 + FMA + F16C; head_dim % 8 == 0.
 void AttendItemAvx2(const AttentionItem& item, const PagedKvView& cache, float scale);
+// The AVX-512 item function for this cache and GQA group size: all heads of
+// the group per K/V row, online softmax per key block (head_dim 64 with group
+// <= 4, or 128 with group <= 2); AttendItemAvx2 for other shapes. Callable
+// only when HardwareIsa() == kAvx512.
+AttentionItemFn AttendItemAvx512For(const PagedKvView& cache, int32_t group);
 
 }  // namespace tandem::kernels
 

@@ -16,7 +16,7 @@
 //    quant groups are interleaved ([j][lane][4]) and offset to u8 (x + 128);
 //    weight rows are unpacked once per 64-row chunk to s8 with the per-block
 //    correction -128·Σw, so one vpdpbusd with a broadcast weight dword feeds
-//    16 outputs. A micro tile holds kMicroRows weight rows × 2 groups.
+//    16 outputs. A micro tile holds kMicroRows2 weight rows × 2 groups.
 //  - matvec (fewer rows): lanes are 16 weight rows; each row's block dot runs
 //    on 256 bits and 16 of them are reduced to one zmm of isums.
 #include <immintrin.h>
@@ -35,8 +35,12 @@ namespace {
 constexpr int64_t kMinBatchedX = 6;
 // Weight rows unpacked at a time (stays in L2 while all groups stream past).
 constexpr int64_t kChunkRows = 64;
-constexpr int kMicroRows = 4;
+// Micro tile: kMicroGroups groups of 16 activation rows × kMicroRows2 weight
+// rows, or (for a last odd group) 1 group × kMicroRows1 weight rows; sized to
+// keep 2·rows·groups accumulators in the 32 zmm registers.
 constexpr int kMicroGroups = 2;
+constexpr int kMicroRows2 = 6;
+constexpr int kMicroRows1 = 12;
 
 // Weight policies: a block's 32 weights as s8 in element order.
 struct Q8_0Avx512 {
@@ -146,68 +150,100 @@ inline __m512i BroadcastDword(const int8_t* p) {
 }
 
 // R weight rows × G groups of 16 activation rows over all nb blocks.
-// y[(g·16 + l) · ldy + r] for lanes l < valid[g].
+// y[(g·16 + l) · ldy + r] for lanes l < valid[g]. The loops over r, g and j
+// must be fully unrolled (GCC's -O2 does not) so that the R·G integer sums
+// and float accumulators live in zmm registers. The Q4_1 min term runs in a
+// second pass over the blocks so that the first pass needs only 2·R·G
+// accumulators; it is the same sequence of fmas as a fused pass, so the bits
+// match the matvec tiles.
 template <bool kHasMin, int R, int G>
 void MicroBatched(const UnpackedBlock* w, int64_t nb, const PackedXBlock* x, const int* valid,
                   float* y, int64_t ldy) {
-  __m512 acc[R][G], macc[R][G];
+  __m512 acc[R][G];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    for (int g = 0; g < G; ++g) acc[r][g] = macc[r][g] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
     __m512i isum[R][G];
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512i corr = _mm512_set1_epi32(w[r * nb + b].corr);
+#pragma GCC unroll 16
       for (int g = 0; g < G; ++g) isum[r][g] = corr;
     }
+#pragma GCC unroll 16
     for (int j = 0; j < 8; ++j) {
       __m512i xv[G];
+#pragma GCC unroll 16
       for (int g = 0; g < G; ++g) xv[g] = _mm512_load_si512(x[g * nb + b].q[j]);
+#pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const __m512i wv = BroadcastDword(w[r * nb + b].q + 4 * j);
+#pragma GCC unroll 16
         for (int g = 0; g < G; ++g) isum[r][g] = _mm512_dpbusd_epi32(isum[r][g], xv[g], wv);
       }
     }
-    __m512 dx[G], sx[G];
-    for (int g = 0; g < G; ++g) {
-      dx[g] = _mm512_load_ps(x[g * nb + b].d);
-      if constexpr (kHasMin) sx[g] = _mm512_load_ps(x[g * nb + b].s);
-    }
+    __m512 dx[G];
+#pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) dx[g] = _mm512_load_ps(x[g * nb + b].d);
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512 dw = _mm512_set1_ps(w[r * nb + b].d);
-      __m512 mw;
-      if constexpr (kHasMin) mw = _mm512_set1_ps(w[r * nb + b].m);
+#pragma GCC unroll 16
       for (int g = 0; g < G; ++g) {
         acc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), _mm512_mul_ps(dw, dx[g]),
                                     acc[r][g]);
-        if constexpr (kHasMin) macc[r][g] = _mm512_fmadd_ps(mw, sx[g], macc[r][g]);
       }
     }
   }
+  if constexpr (kHasMin) {
+    __m512 macc[R][G];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+      for (int g = 0; g < G; ++g) macc[r][g] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512 sx[G];
+#pragma GCC unroll 16
+      for (int g = 0; g < G; ++g) sx[g] = _mm512_load_ps(x[g * nb + b].s);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const __m512 mw = _mm512_set1_ps(w[r * nb + b].m);
+#pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) macc[r][g] = _mm512_fmadd_ps(mw, sx[g], macc[r][g]);
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+      for (int g = 0; g < G; ++g) acc[r][g] = _mm512_add_ps(acc[r][g], macc[r][g]);
+    }
+  }
+  // Transpose-free store: each lane is one activation row, each r a column.
+#pragma GCC unroll 16
   for (int g = 0; g < G; ++g) {
     alignas(64) float lanes[R][16];
-    for (int r = 0; r < R; ++r) _mm512_store_ps(lanes[r], _mm512_add_ps(acc[r][g], macc[r][g]));
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) _mm512_store_ps(lanes[r], acc[r][g]);
     for (int l = 0; l < valid[g]; ++l) {
       float* out = y + (g * 16 + l) * ldy;
+#pragma GCC unroll 16
       for (int r = 0; r < R; ++r) out[r] = lanes[r][l];
     }
   }
 }
 
-template <bool kHasMin, int G>
+// MicroBatched with R = rr (1 <= rr <= kMax) chosen at run time.
+template <bool kHasMin, int G, int kMax>
 void MicroBatchedR(int rr, const UnpackedBlock* w, int64_t nb, const PackedXBlock* x,
                    const int* valid, float* y, int64_t ldy) {
-  static_assert(kMicroRows == 4);
-  switch (rr) {
-    case 1:
-      return MicroBatched<kHasMin, 1, G>(w, nb, x, valid, y, ldy);
-    case 2:
-      return MicroBatched<kHasMin, 2, G>(w, nb, x, valid, y, ldy);
-    case 3:
-      return MicroBatched<kHasMin, 3, G>(w, nb, x, valid, y, ldy);
-    default:
-      return MicroBatched<kHasMin, 4, G>(w, nb, x, valid, y, ldy);
+  if constexpr (kMax > 1) {
+    if (rr < kMax) return MicroBatchedR<kHasMin, G, kMax - 1>(rr, w, nb, x, valid, y, ldy);
   }
+  MicroBatched<kHasMin, kMax, G>(w, nb, x, valid, y, ldy);
 }
 
 // num_x activation rows (any count; the last group is padded).
@@ -231,12 +267,17 @@ void TileBatched(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const Bl
     for (int64_t g = 0; g < groups; g += kMicroGroups) {
       const PackedXBlock* xg = xp.data() + g * nb;
       float* yg = y + g * 16 * ldy + r0;
-      for (int64_t r = 0; r < rows; r += kMicroRows) {
-        const int rr = static_cast<int>(std::min<int64_t>(kMicroRows, rows - r));
-        if (groups - g >= 2) {
-          MicroBatchedR<P::kHasMin, 2>(rr, wu.data() + r * nb, nb, xg, &valid[g], yg + r, ldy);
-        } else {
-          MicroBatchedR<P::kHasMin, 1>(rr, wu.data() + r * nb, nb, xg, &valid[g], yg + r, ldy);
+      if (groups - g >= 2) {
+        for (int64_t r = 0; r < rows; r += kMicroRows2) {
+          const int rr = static_cast<int>(std::min<int64_t>(kMicroRows2, rows - r));
+          MicroBatchedR<P::kHasMin, 2, kMicroRows2>(rr, wu.data() + r * nb, nb, xg, &valid[g],
+                                                    yg + r, ldy);
+        }
+      } else {
+        for (int64_t r = 0; r < rows; r += kMicroRows1) {
+          const int rr = static_cast<int>(std::min<int64_t>(kMicroRows1, rows - r));
+          MicroBatchedR<P::kHasMin, 1, kMicroRows1>(rr, wu.data() + r * nb, nb, xg, &valid[g],
+                                                    yg + r, ldy);
         }
       }
     }

@@ -1,5 +1,8 @@
-// RmsNorm, Rope, SiluMul, Add against double-precision formulas.
-// Tolerances: RmsNorm, SiluMul relative 1e-5; Add exact; Rope: the angle
+// RmsNorm, Rope, SiluMul, Add against double-precision formulas; the
+// ISA-dispatched RmsNorm / SiluMul overloads (every ISA, 1 and 2 threads)
+// against the same formulas, with identical bits for any thread count and for
+// a row / element computed alone.
+// Tolerances: RmsNorm, SiluMul relative 1e-5 (+1e-7 absolute); Add exact; Rope: the angle
 // recurrence θ_{i+1} = θ_i · s loses at most (i + 2) ulps of θ_i, so each
 // rotated value is within (|x0| + |x1|) · ((i + 2) · 2^-23 · θ_i + 1e-6) of the
 // exact rotation.
@@ -46,6 +49,55 @@ TEST(ElementwiseTest, SiluMulAndAdd) {
       const double e = g0[i] / (1.0 + std::exp(-static_cast<double>(g0[i]))) * u[i];
       ASSERT_NEAR(g[i], e, 1e-5 * std::fabs(e) + 1e-7) << i;
       ASSERT_EQ(a[i], g0[i] + u[i]);
+    }
+  }
+}
+
+TEST(ElementwiseTest, IsaOverloadsMatchFormulasAndAreSplitIndependent) {
+  std::mt19937 rng(4);
+  ThreadPool pool1(1), pool2(2);
+  for (Isa isa : testing::AvailableIsas()) {
+    for (int64_t dim : {1, 7, 64, 576, 1000}) {
+      const int64_t n = 70;  // n · 576 is past the parallel threshold
+      std::vector<float> x = RandomFloats(rng, n * dim, -4, 4), w = RandomFloats(rng, dim);
+      std::vector<float> out1(n * dim), out2(n * dim), alone(dim);
+      RmsNorm(x.data(), w.data(), n, dim, 1e-5f, out1.data(), isa, &pool1);
+      RmsNorm(x.data(), w.data(), n, dim, 1e-5f, out2.data(), isa, &pool2);
+      ASSERT_EQ(out1, out2) << IsaName(isa) << " dim " << dim;
+      for (int64_t i = 0; i < n; ++i) {
+        double ss = 0;
+        for (int64_t j = 0; j < dim; ++j) ss += static_cast<double>(x[i * dim + j]) * x[i * dim + j];
+        const double inv = 1.0 / std::sqrt(ss / dim + 1e-5);
+        for (int64_t j = 0; j < dim; ++j) {
+          const double e = x[i * dim + j] * inv * w[j];
+          ASSERT_NEAR(out1[i * dim + j], e, 1e-5 * std::fabs(e) + 1e-7)
+              << IsaName(isa) << " " << dim << " " << i << " " << j;
+        }
+      }
+      RmsNorm(x.data() + 5 * dim, w.data(), 1, dim, 1e-5f, alone.data(), isa, nullptr);
+      ASSERT_TRUE(std::equal(alone.begin(), alone.end(), out1.begin() + 5 * dim)) << IsaName(isa);
+    }
+    for (int64_t n : {1, 13, 1536, 70000}) {
+      std::vector<float> g0 = RandomFloats(rng, n, -10, 10), u = RandomFloats(rng, n, -3, 3);
+      if (n > 4) {  // the exp's clamps: far past ±87
+        g0[0] = -100.0f;
+        g0[1] = 100.0f;
+        g0[2] = -87.5f;
+        g0[3] = 0.0f;
+      }
+      std::vector<float> g1 = g0, g2 = g0;
+      SiluMul(g1.data(), u.data(), n, isa, &pool1);
+      SiluMul(g2.data(), u.data(), n, isa, &pool2);
+      ASSERT_EQ(g1, g2) << IsaName(isa) << " n " << n;
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = g0[i] / (1.0 + std::exp(-static_cast<double>(g0[i]))) * u[i];
+        ASSERT_NEAR(g1[i], e, 1e-5 * std::fabs(e) + 1e-7) << IsaName(isa) << " " << i;
+      }
+      if (n > 1) {  // an element alone (masked tail) gives the same bits
+        float one = g0[n - 1];
+        SiluMul(&one, &u[n - 1], 1, isa, nullptr);
+        ASSERT_EQ(one, g1[n - 1]) << IsaName(isa);
+      }
     }
   }
 }

@@ -4,7 +4,8 @@
 // hold NaN, so reading any position a query may not see poisons the output.
 // Tolerance: |out - dense| <= 1e-5 (outputs are convex combinations of values
 // in [-1, 1]; dense is computed in double from the values the cache holds).
-// 1 and 2 threads must give identical bits.
+// 1 and 2 threads must give identical bits, and so must a sequence run alone
+// versus inside the batch.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -173,6 +174,18 @@ TEST_P(PagedAttentionTest, MatchesDenseAttention) {
       ASSERT_NEAR(out1[i], dense[i], 1e-5) << IsaName(isa) << " element " << i;
     }
     ASSERT_EQ(0, std::memcmp(out1.data(), out2.data(), out1.size() * sizeof(float))) << IsaName(isa);
+    // Batch composition: each sequence alone gives the bits it got in the batch.
+    const int64_t token_elems = static_cast<int64_t>(c.num_heads) * c.head_dim;
+    for (const AttentionSeq& seq : f.seqs) {
+      AttentionSeq alone = seq;
+      alone.q_begin = 0;
+      std::vector<float> out_alone(seq.q_len * token_elems, NAN);
+      PagedAttention(f.q.data() + seq.q_begin * token_elems, {&alone, 1}, f.view, params,
+                     out_alone.data(), &pool2);
+      ASSERT_EQ(0, std::memcmp(out_alone.data(), out1.data() + seq.q_begin * token_elems,
+                               out_alone.size() * sizeof(float)))
+          << IsaName(isa) << " seq at q_begin " << seq.q_begin;
+    }
   }
 }
 
@@ -180,7 +193,12 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, PagedAttentionTest,
     ::testing::Values(Config{9, 3, 64, 16, KvDtype::kF32}, Config{9, 3, 64, 16, KvDtype::kF16},
                       Config{4, 4, 24, 5, KvDtype::kF32}, Config{8, 2, 128, 7, KvDtype::kF16},
-                      Config{6, 1, 12, 3, KvDtype::kF32}));
+                      Config{6, 1, 12, 3, KvDtype::kF32},
+                      // AVX-512 grouped kernel: every (head_dim, group) it
+                      // instantiates, block sizes above / below / at 16 keys.
+                      Config{4, 4, 64, 37, KvDtype::kF16}, Config{8, 4, 64, 5, KvDtype::kF32},
+                      Config{8, 2, 64, 16, KvDtype::kF16}, Config{4, 4, 128, 20, KvDtype::kF32},
+                      Config{4, 2, 128, 16, KvDtype::kF16}, Config{16, 2, 64, 16, KvDtype::kF16}));
 
 TEST(PagedKvTest, CopyBlocksAndF16Rounding) {
   const int32_t bs = 4, kvh = 2, hd = 8, nblocks = 5;
