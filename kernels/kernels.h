@@ -84,6 +84,10 @@ void SiluMul(float* gate, const float* up, int64_t n, Isa isa, ThreadPool* pool)
 // x[i] += y[i] for i < n.
 void Add(float* x, const float* y, int64_t n);
 
+// Add with elements split over `pool` (may be null). Each element is one IEEE
+// addition, so the bits equal the plain Add's.
+void Add(float* x, const float* y, int64_t n, ThreadPool* pool);
+
 enum class KvDtype { kF32 = 0, kF16 = 1 };
 
 // One layer of the paged KV cache. K and V are each laid out

@@ -189,7 +189,7 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
   kernels::PagedAttention(q_.data(), attn_seqs_, cache, attention_params_, attn_.data(),
                           pool_.get());
   MatMul(w.wo, attn_.data(), n, out_.data());
-  kernels::Add(x_.data(), out_.data(), n * hidden);
+  kernels::Add(x_.data(), out_.data(), n * hidden, pool_.get());
 
   // Feed-forward block: x += W_down · (silu(W_gate h) * W_up h), h = norm(x).
   kernels::RmsNorm(x_.data(), w.ffn_norm.data(), n, hidden, c.rms_norm_eps, h_.data(),
@@ -201,7 +201,7 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
   }
   kernels::SiluMul(gate_.data(), up_.data(), n * c.ffn_dim, attention_params_.isa, pool_.get());
   MatMul(w.w_down, gate_.data(), n, out_.data());
-  kernels::Add(x_.data(), out_.data(), n * hidden);
+  kernels::Add(x_.data(), out_.data(), n * hidden, pool_.get());
 }
 
 }  // namespace tandem::model

@@ -78,4 +78,13 @@ void Add(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
+void Add(float* x, const float* y, int64_t n, ThreadPool* pool) {
+  auto range = [&](int, int64_t begin, int64_t end) { Add(x + begin, y + begin, end - begin); };
+  if (!UsePool(pool, n)) {
+    if (n > 0) range(0, 0, n);
+    return;
+  }
+  pool->ParallelFor(n, kMinParallelElems / 2, range);
+}
+
 }  // namespace tandem::kernels

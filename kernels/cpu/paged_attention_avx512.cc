@@ -91,6 +91,7 @@ void AttendItemT(const AttentionItem& item, const PagedKvView& cache, float scal
   thread_local std::vector<float> sbuf;
   if (static_cast<int64_t>(sbuf.size()) < G * bs16) sbuf.resize(G * bs16);
   float* s = sbuf.data();
+  alignas(64) float kbuf[kF16 ? 16 * hd : 1];
 
   __m512 acc[G][NV];
   float m[G], l[G];
@@ -116,37 +117,57 @@ void AttendItemT(const AttentionItem& item, const PagedKvView& cache, float scal
     for (int h = 0; h < G; ++h) vmax[h] = _mm512_set1_ps(neg_inf);
     for (int64_t j0 = 0; j0 < nk; j0 += 16) {
       const int jn = static_cast<int>(std::min<int64_t>(16, nk - j0));
-      __m512 part[G][16];
-      for (int jj = 0; jj < 16; ++jj) {
-        if (jj >= jn) {
-#pragma GCC unroll 8
-          for (int h = 0; h < G; ++h) part[h][jj] = _mm512_setzero_ps();
-          continue;
-        }
+      // The chunk's K rows as f32 (f16 widened once per row into kbuf; f32
+      // rows read in place), so the per-head loop below keeps only 16
+      // partials + NV query vectors live instead of G × 16 partials.
+      const float* kf[16];
+      for (int jj = 0; jj < jn; ++jj) {
         const Elem* krow = krows + (j0 + jj) * row_stride;
-        __m512 k[NV];
+        if constexpr (kF16) {
 #pragma GCC unroll 8
-        for (int i = 0; i < NV; ++i) k[i] = LoadRow16<kF16>(krow, 16 * i);
-#pragma GCC unroll 8
-        for (int h = 0; h < G; ++h) {
-          const float* q = item.q + h * hd;
-          __m512 t = _mm512_mul_ps(_mm512_loadu_ps(q), k[0]);
-#pragma GCC unroll 8
-          for (int i = 1; i < NV; ++i) t = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * i), k[i], t);
-          part[h][jj] = t;
+          for (int i = 0; i < NV; ++i) {
+            _mm512_store_ps(kbuf + jj * hd + 16 * i, LoadRow16<kF16>(krow, 16 * i));
+          }
+          kf[jj] = kbuf + jj * hd;
+        } else {
+          kf[jj] = krow;
         }
       }
       const __mmask16 valid = static_cast<__mmask16>((1u << jn) - 1);
-#pragma GCC unroll 8
+#pragma GCC unroll 1
       for (int h = 0; h < G; ++h) {
+        const float* q = item.q + h * hd;
+        __m512 qv[NV];
+#pragma GCC unroll 8
+        for (int i = 0; i < NV; ++i) qv[i] = _mm512_loadu_ps(q + 16 * i);
+        __m512 part[16];
+        if (jn == 16) {
+#pragma GCC unroll 16
+          for (int jj = 0; jj < 16; ++jj) {
+            __m512 t = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kf[jj]));
+#pragma GCC unroll 8
+            for (int i = 1; i < NV; ++i) t = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(kf[jj] + 16 * i), t);
+            part[jj] = t;
+          }
+        } else {
+          for (int jj = 0; jj < 16; ++jj) {
+            if (jj >= jn) {
+              part[jj] = _mm512_setzero_ps();
+              continue;
+            }
+            __m512 t = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kf[jj]));
+#pragma GCC unroll 8
+            for (int i = 1; i < NV; ++i) t = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(kf[jj] + 16 * i), t);
+            part[jj] = t;
+          }
+        }
         // Lanes past the last key: -inf, so exp gives 0.
         const __m512 sv = _mm512_mask_mul_ps(_mm512_set1_ps(neg_inf), valid,
-                                             Reduce16(part[h]), vscale);
+                                             Reduce16(part), vscale);
         vmax[h] = _mm512_max_ps(vmax[h], sv);
         _mm512_storeu_ps(s + h * bs16 + j0, sv);
       }
     }
-
     // Online softmax update per head.
     float corr[G];
 #pragma GCC unroll 8

@@ -95,25 +95,82 @@ struct alignas(64) PackedXBlock {
 };
 static_assert(sizeof(PackedXBlock) == 640);
 
-// Packs x[0 .. num_x) (num_x <= 16) of one group; lanes past num_x are zero.
+// Permutation indices of PackGroup's 16 × 8 dword transpose (see there).
+struct PackIndices {
+  alignas(64) int32_t s1[2][16];
+  alignas(64) int32_t s2[2][16];
+  alignas(64) int32_t s3[2][16];
+  PackIndices() {
+    for (int h = 0; h < 2; ++h) {
+      for (int jj = 0; jj < 4; ++jj) {
+        for (int r = 0; r < 4; ++r) {
+          s1[h][jj * 4 + r] = r < 2 ? r * 8 + 4 * h + jj : 16 + (r - 2) * 8 + 4 * h + jj;
+        }
+      }
+      for (int jj = 0; jj < 2; ++jj) {
+        for (int r = 0; r < 8; ++r) {
+          s2[h][jj * 8 + r] = r < 4 ? (2 * h + jj) * 4 + r : 16 + (2 * h + jj) * 4 + (r - 4);
+        }
+      }
+      for (int l = 0; l < 16; ++l) s3[h][l] = l < 8 ? h * 8 + l : 16 + h * 8 + (l - 8);
+    }
+  }
+};
+
+// Packs x[0 .. num_x) (num_x <= 16) of one group; lanes past num_x are zero
+// (quants 0x80, d = s = 0). The quants are a 16 (lanes) × 8 (dwords)
+// transpose done with three rounds of two-source permutes:
+//  z[k]    = rows 2k, 2k+1 (8 dwords each);
+//  u[m][a] = rows 4m .. 4m+3, dwords 4a .. 4a+3       (lane jj·4 + r);
+//  v[p][a][b] = rows 8p .. 8p+7, dwords 4a+2b, +1     (lane jj·8 + r);
+//  t[j]    = all 16 rows, dword j                     (lane l).
 void PackGroup(const BlockQ8A* x, int64_t num_x, int64_t nb, PackedXBlock* out) {
+  static const PackIndices kIdx;
+  const __m512i i1[2] = {_mm512_load_si512(kIdx.s1[0]), _mm512_load_si512(kIdx.s1[1])};
+  const __m512i i2[2] = {_mm512_load_si512(kIdx.s2[0]), _mm512_load_si512(kIdx.s2[1])};
+  const __m512i i3[2] = {_mm512_load_si512(kIdx.s3[0]), _mm512_load_si512(kIdx.s3[1])};
+  const __m512i bias = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u));
   for (int64_t b = 0; b < nb; ++b) {
     PackedXBlock& p = out[b];
+    __m256i rows[16];
     for (int l = 0; l < 16; ++l) {
-      if (l < num_x) {
-        const BlockQ8A& xb = x[l * nb + b];
-        for (int j = 0; j < 8; ++j) {
-          uint32_t v;
-          std::memcpy(&v, xb.qs + 4 * j, 4);
-          v ^= 0x80808080u;
-          std::memcpy(p.q[j][l], &v, 4);
+      rows[l] = l < num_x
+                    ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[l * nb + b].qs))
+                    : _mm256_setzero_si256();
+      p.d[l] = l < num_x ? x[l * nb + b].d : 0.0f;
+      p.s[l] = l < num_x ? x[l * nb + b].s : 0.0f;
+    }
+    __m512i z[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      z[k] = _mm512_inserti64x4(_mm512_castsi256_si512(rows[2 * k]), rows[2 * k + 1], 1);
+    }
+    __m512i u[4][2];
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+#pragma GCC unroll 2
+      for (int a = 0; a < 2; ++a) u[m][a] = _mm512_permutex2var_epi32(z[2 * m], i1[a], z[2 * m + 1]);
+    }
+    __m512i v[2][2][2];
+#pragma GCC unroll 2
+    for (int q = 0; q < 2; ++q) {
+#pragma GCC unroll 2
+      for (int a = 0; a < 2; ++a) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          v[q][a][h] = _mm512_permutex2var_epi32(u[2 * q][a], i2[h], u[2 * q + 1][a]);
         }
-        p.d[l] = xb.d;
-        p.s[l] = xb.s;
-      } else {
-        for (int j = 0; j < 8; ++j) std::memset(p.q[j][l], 0x80, 4);
-        p.d[l] = 0.0f;
-        p.s[l] = 0.0f;
+      }
+    }
+#pragma GCC unroll 2
+    for (int a = 0; a < 2; ++a) {
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 2
+        for (int c = 0; c < 2; ++c) {
+          const __m512i t = _mm512_permutex2var_epi32(v[0][a][h], i3[c], v[1][a][h]);
+          _mm512_store_si512(p.q[4 * a + 2 * h + c], _mm512_xor_si512(t, bias));
+        }
       }
     }
   }

@@ -138,5 +138,25 @@ TEST(ElementwiseTest, RopeMatchesExactRotation) {
   }
 }
 
+// The pooled Add is the plain Add split by elements: bit-identical for any
+// thread count, including sizes above and below the parallel threshold.
+TEST(ElementwiseTest, PooledAddMatchesPlainAdd) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  ThreadPool pool2(2);
+  for (int64_t n : {int64_t{1}, int64_t{577}, int64_t{64 * 576 + 3}}) {
+    std::vector<float> x(n), y(n);
+    for (auto& v : x) v = dist(rng);
+    for (auto& v : y) v = dist(rng);
+    std::vector<float> want = x;
+    Add(want.data(), y.data(), n);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
+      std::vector<float> got = x;
+      Add(got.data(), y.data(), n, pool);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << "n " << n << " i " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tandem::kernels
