@@ -114,6 +114,10 @@ int RunCommand(const RunOptions& o) {
   absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> tok = tokenizer::Tokenizer::Create(*vocab);
   if (!tok.ok()) return fail(tok.status());
 
+  if (o.block_size < 1 || o.block_size > 1024) {
+    return fail(absl::InvalidArgumentError(absl::StrFormat(
+        "--block-size %d is out of range: must be in [1, 1024]", o.block_size)));
+  }
   worker::StepExecutorConfig exec_config;
   exec_config.block_size = o.block_size;
   exec_config.eos_token_ids = (*tok)->EndOfGenerationIds();
@@ -128,21 +132,25 @@ int RunCommand(const RunOptions& o) {
     shape.dtype = (*model)->kv_dtype();
     exec_config.num_blocks = kv::KvStorage::NumBlocksForBytes(shape, o.kv_cache_bytes);
   }
-  if (o.block_size < 1 || o.block_size > 1024 || exec_config.num_blocks < 1) {
+  if (exec_config.num_blocks < 1) {
     return fail(absl::InvalidArgumentError(absl::StrFormat(
-        "KV cache of %d blocks of %d tokens is invalid: need >= 1 block of 1..1024 tokens",
-        exec_config.num_blocks, o.block_size)));
+        "--kv-cache-bytes %d holds no KV block: one block of %d tokens needs %d bytes",
+        o.kv_cache_bytes, o.block_size,
+        kv::KvStorage::BytesPerBlock({(*model)->config().num_layers, 1, o.block_size,
+                                      (*model)->config().num_kv_heads,
+                                      (*model)->config().head_dim, (*model)->kv_dtype()}))));
   }
   absl::StatusOr<std::unique_ptr<coordinator::LocalWorkerGroup>> group =
       coordinator::LocalWorkerGroup::Create(model->get(), exec_config);
   if (!group.ok()) return fail(group.status());
 
-  const bool stream_text = !o.json && !o.requests_file && o.params.n == 1;
-  CliObserver observer(stream_text);
   coordinator::SchedulerConfig sched_config;
   sched_config.max_num_batched_tokens = o.max_num_batched_tokens;
   sched_config.max_num_seqs = o.max_num_seqs;
   sched_config.enable_prefix_cache = o.enable_prefix_cache;
+  if (absl::Status s = coordinator::ValidateSchedulerConfig(sched_config); !s.ok()) return fail(s);
+  const bool stream_text = !o.json && !o.requests_file && o.params.n == 1;
+  CliObserver observer(stream_text);
   coordinator::Scheduler scheduler(sched_config, group->get(), tok->get(), &observer);
 
   // Build and submit every request; a rejected one gets an error line.
@@ -232,13 +240,15 @@ int RunCommand(const RunOptions& o) {
   std::fflush(stdout);
   const coordinator::SchedulerStats& st = scheduler.stats();
   kv::KvStats kvs = scheduler.kv_stats();
-  std::fprintf(stderr,
-               "tandem run: %d requests, %d prompt tokens computed (%d from prefix cache), "
-               "%d tokens generated in %.3f s: %.1f tokens/s (%d steps, %d preemptions)\n",
-               static_cast<int>(requests.size()), st.num_prompt_tokens_computed,
-               kvs.prefix_hit_tokens, st.num_generated_tokens, seconds,
-               seconds > 0 ? st.num_generated_tokens / seconds : 0.0, st.num_steps,
-               st.num_preemptions);
+  std::fputs(absl::StrFormat("tandem run: %d requests, %d prompt tokens computed (%d from prefix "
+                             "cache), %d tokens generated in %.3f s: %.1f tokens/s (%d steps, %d "
+                             "preemptions)\n",
+                             requests.size(), st.num_prompt_tokens_computed, kvs.prefix_hit_tokens,
+                             st.num_generated_tokens, seconds,
+                             seconds > 0 ? st.num_generated_tokens / seconds : 0.0, st.num_steps,
+                             st.num_preemptions)
+                 .c_str(),
+             stderr);
   if (requests.size() == 1 && observer.outputs().contains(0)) {
     const RequestOutput& out = observer.outputs().at(0);
     const double decode_ms = out.latency_ms - out.time_to_first_token_ms;

@@ -75,6 +75,18 @@ bool RunsBefore(const S* a, const S* b) {
 }
 }  // namespace
 
+absl::Status ValidateSchedulerConfig(const SchedulerConfig& config) {
+  if (config.max_num_batched_tokens < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "max_num_batched_tokens %d is out of range: must be >= 1", config.max_num_batched_tokens));
+  }
+  if (config.max_num_seqs < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_num_seqs %d is out of range: must be >= 1", config.max_num_seqs));
+  }
+  return absl::OkStatus();
+}
+
 Scheduler::Scheduler(const SchedulerConfig& config, WorkerGroup* group,
                      const tokenizer::Tokenizer* tokenizer, RequestObserver* observer)
     : config_(config),
@@ -83,7 +95,10 @@ Scheduler::Scheduler(const SchedulerConfig& config, WorkerGroup* group,
       observer_(observer),
       kv_(kv::KvManagerConfig{group->info().num_blocks, group->info().block_size,
                               config.enable_prefix_cache}),
-      eos_ids_(tokenizer->EndOfGenerationIds()) {}
+      eos_ids_(tokenizer->EndOfGenerationIds()) {
+  absl::Status status = ValidateSchedulerConfig(config);
+  CHECK(status.ok(), "%s", status.ToString());
+}
 
 Scheduler::~Scheduler() = default;
 

@@ -35,6 +35,9 @@ struct SchedulerConfig {
   bool enable_prefix_cache = true;
 };
 
+// InvalidArgument naming the field when a limit is below 1.
+absl::Status ValidateSchedulerConfig(const SchedulerConfig& config);
+
 struct SchedulerStats {
   int64_t num_steps = 0;
   int64_t num_preemptions = 0;
@@ -45,7 +48,8 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  // `group`, `tokenizer` and `observer` must outlive the scheduler.
+  // `group`, `tokenizer` and `observer` must outlive the scheduler; `config`
+  // must pass ValidateSchedulerConfig (CHECKed).
   Scheduler(const SchedulerConfig& config, WorkerGroup* group,
             const tokenizer::Tokenizer* tokenizer, RequestObserver* observer);
   ~Scheduler();

@@ -75,6 +75,13 @@ class BadInputTest(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+    def test_engine_limits(self):
+        self.expect_error(["--prompt", "hi", "--max-batched-tokens", "0"], "max_num_batched_tokens 0", ">= 1")
+        self.expect_error(["--prompt", "hi", "--max-seqs", "0"], "max_num_seqs 0", ">= 1")
+        self.expect_error(["--prompt", "hi", "--block-size", "0"], "--block-size 0", "[1, 1024]")
+        self.expect_error(["--prompt", "hi", "--kv-cache-bytes", "1"], "--kv-cache-bytes 1", "bytes")
+        self.expect_error(["--prompt", "hi", "--kv-blocks", "100000000"], "100000000", "limit")
+
     def test_unknown_requests_file(self):
         self.expect_error(["--requests", "/nonexistent/requests.jsonl"], "/nonexistent/requests.jsonl")
 
