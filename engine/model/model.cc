@@ -28,8 +28,11 @@ Model::Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, ModelWeig
       pool_(std::make_unique<ThreadPool>(options.num_threads)) {
   matmul_params_.isa = kernels::BestIsa();
   matmul_params_.quantize_activations = options_.precision == Precision::kFast;
-  attention_params_.isa = options_.precision == Precision::kFast ? kernels::BestIsa()
-                                                                 : kernels::Isa::kReference;
+  // Reference precision keeps attention and the elementwise ops on their
+  // scalar reference code; only the weights' dot products differ by ISA.
+  vector_isa_ = options_.precision == Precision::kFast ? kernels::BestIsa()
+                                                       : kernels::Isa::kReference;
+  attention_params_.isa = vector_isa_;
   attention_params_.num_heads = config_.num_heads;
   attention_params_.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
 }
@@ -159,7 +162,7 @@ absl::Status Model::Forward(std::span<const ForwardSequence> batch, kv::KvStorag
     row += static_cast<int64_t>(s.tokens.size());
   }
   kernels::RmsNorm(out_.data(), weights_.output_norm.data(), num_rows, c.hidden_dim,
-                   c.rms_norm_eps, h_.data(), attention_params_.isa, pool_.get());
+                   c.rms_norm_eps, h_.data(), vector_isa_, pool_.get());
   MatMul(weights_.output, h_.data(), num_rows, logits);
   return absl::OkStatus();
 }
@@ -172,7 +175,7 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
 
   // Attention block: x += Wo · attention(rope(Wq h), rope(Wk h), Wv h), h = norm(x).
   kernels::RmsNorm(x_.data(), w.attn_norm.data(), n, hidden, c.rms_norm_eps, h_.data(),
-                   attention_params_.isa, pool_.get());
+                   vector_isa_, pool_.get());
   {
     const kernels::WeightView qkv[] = {w.wq, w.wk, w.wv};
     float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
@@ -193,13 +196,13 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
 
   // Feed-forward block: x += W_down · (silu(W_gate h) * W_up h), h = norm(x).
   kernels::RmsNorm(x_.data(), w.ffn_norm.data(), n, hidden, c.rms_norm_eps, h_.data(),
-                   attention_params_.isa, pool_.get());
+                   vector_isa_, pool_.get());
   {
     const kernels::WeightView gate_up[] = {w.w_gate, w.w_up};
     float* const gate_up_out[] = {gate_.data(), up_.data()};
     kernels::MatMulMany(gate_up, h_.data(), n, gate_up_out, matmul_params_, pool_.get());
   }
-  kernels::SiluMul(gate_.data(), up_.data(), n * c.ffn_dim, attention_params_.isa, pool_.get());
+  kernels::SiluMul(gate_.data(), up_.data(), n * c.ffn_dim, vector_isa_, pool_.get());
   MatMul(w.w_down, gate_.data(), n, out_.data());
   kernels::Add(x_.data(), out_.data(), n * hidden, pool_.get());
 }

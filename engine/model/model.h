@@ -83,6 +83,7 @@ class Model {
   ModelOptions options_;
   kernels::MatMulParams matmul_params_;
   kernels::AttentionParams attention_params_;
+  kernels::Isa vector_isa_ = kernels::Isa::kReference;  // attention and elementwise kernels
   std::unique_ptr<ThreadPool> pool_;
 
   // Per-Forward scratch, grown on demand and reused.
