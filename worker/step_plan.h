@@ -1,7 +1,8 @@
 // StepPlan / StepResult: one scheduler iteration for one worker group, in
-// native form. The gRPC TargetWorker.Step message (cluster issue) is this
-// struct on the wire: new sequences are sent once, later steps carry only the
-// tokens to compute, block tables, copy-on-write copies and finished ids.
+// native form, with full block tables. On the wire (tandem.v1.StepRequest,
+// see docs/protocol.md) coordinator::StepEncoder turns successive plans into
+// diffs — new sequences once, then only new tokens and new block ids — and
+// worker::StepDecoder rebuilds the full plans on the worker.
 #ifndef TANDEM_WORKER_STEP_PLAN_H_
 #define TANDEM_WORKER_STEP_PLAN_H_
 

@@ -1,0 +1,90 @@
+// The worker side of the TargetWorker protocol: StepDecoder rebuilds native
+// StepPlans (with full block tables) from the diff-carrying StepRequests the
+// coordinator's StepEncoder produces, and the free functions convert sampling
+// params and step results between native and proto form. Proto types stop
+// here and in the service layer (DESIGN.md "Boundaries"); the executor only
+// sees native structs. Diff rules: docs/protocol.md.
+#ifndef TANDEM_WORKER_STEP_CODEC_H_
+#define TANDEM_WORKER_STEP_CODEC_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "common/strong_id.h"
+#include "engine/sampling/sampling_params.h"
+#include "tandem/v1/common.pb.h"
+#include "tandem/v1/worker.pb.h"
+#include "worker/step_plan.h"
+
+namespace tandem::worker {
+
+// Writes every field of `params` into `proto` (optional fields explicitly set,
+// `seed` only when present), so the receiver never depends on defaults.
+void SamplingParamsToProto(const sampling::SamplingParams& params,
+                           tandem::v1::SamplingParams* proto);
+
+// Reads `proto`; unset optional fields take the engine defaults
+// (sampling::SamplingParams{}). Does not validate: callers run
+// ValidateSamplingParams with their vocabulary size.
+sampling::SamplingParams SamplingParamsFromProto(const tandem::v1::SamplingParams& proto);
+
+// Writes `result` into `proto` (cleared first).
+void StepResultToProto(const StepResult& result, tandem::v1::StepResponse* proto);
+
+// Reads a StepResponse. InvalidArgument when a sampled or top-logprob token
+// is outside [0, vocab_size), naming the sequence, the token and the limit.
+absl::StatusOr<StepResult> StepResultFromProto(const tandem::v1::StepResponse& proto,
+                                               int32_t vocab_size);
+
+struct StepDecoderConfig {
+  int32_t vocab_size = 0;  // token ids must be in [0, vocab_size)
+  int32_t num_blocks = 0;  // block ids must be in [0, num_blocks)
+  int32_t block_size = 0;  // positions per block, for the table coverage check
+};
+
+// Holds, per live sequence, the block table the coordinator has sent so far,
+// and turns each StepRequest back into the StepPlan the coordinator encoded
+// (exactly: same ids, tokens, params, full tables, copies, in the same order).
+//
+// Decode validates the whole request before changing any state, so a rejected
+// request leaves the decoder as it was. Thread-safety: none; the worker's
+// step loop owns it (steps are sequential by protocol).
+class StepDecoder {
+ public:
+  // CHECK-fails unless every config field is >= 1 (they come from the loaded
+  // model, not from a request).
+  explicit StepDecoder(const StepDecoderConfig& config);
+  StepDecoder(const StepDecoder&) = delete;
+  StepDecoder& operator=(const StepDecoder&) = delete;
+
+  // Applies the request's diffs and returns the full plan. InvalidArgument,
+  // naming the offending value and the limit, when: a new sequence is already
+  // live (or listed twice); a step names a sequence that is not live, or one
+  // sequence twice; a token or block id is out of range; truncate_blocks_to
+  // exceeds the current table; the resulting table does not cover
+  // start_pos + tokens; a step computes no tokens; start_pos < 0; sampling
+  // params fail ValidateSamplingParams. Finished ids the decoder does not
+  // hold are ignored (a fork parent served wholly from the prefix cache is
+  // released without ever having been sent).
+  absl::StatusOr<StepPlan> Decode(const tandem::v1::StepRequest& request);
+
+  // Forgets every sequence (TargetWorker.Reset).
+  void Reset() { tables_.clear(); }
+
+  // Live sequences.
+  int32_t num_sequences() const { return static_cast<int32_t>(tables_.size()); }
+
+ private:
+  absl::Status CheckTokens(const google::protobuf::RepeatedField<int32_t>& tokens,
+                           const char* what, int64_t seq_id) const;
+  absl::Status CheckBlock(int32_t block, const char* what, int64_t seq_id) const;
+
+  StepDecoderConfig config_;
+  absl::flat_hash_map<SeqId, std::vector<BlockId>> tables_;
+};
+
+}  // namespace tandem::worker
+
+#endif  // TANDEM_WORKER_STEP_CODEC_H_
