@@ -1,6 +1,7 @@
 // tandem: the user's command. Subcommands:
 //   tandem run --model PATH (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE) ...
 //   tandem tokenize --model PATH [--decode]
+//   tandem generate --addr HOST:PORT (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE)
 //   tandem make-model --shape NAME --dtype bf16|q8_0 --out FILE.gguf [--seed S] [--vocab-from GGUF]
 //
 // Thread model: the main thread parses flags and runs the scheduler loop; the
@@ -11,10 +12,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "common/command_line.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "client/generate_command.h"
 #include "client/make_model_command.h"
 #include "client/run_command.h"
 #include "client/tokenize_command.h"
@@ -53,6 +56,9 @@ ABSL_FLAG(bool, decode, false, "tokenize: decode JSON arrays of ids back to text
 ABSL_FLAG(std::string, shape, "", "make-model: llama3-8b, llama2-7b or smollm2-135m");
 ABSL_FLAG(std::string, dtype, "bf16", "make-model: weight type, bf16 or q8_0");
 ABSL_FLAG(std::string, out, "", "make-model: output GGUF path");
+ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "generate: the coordinator's HOST:PORT");
+ABSL_FLAG(int32_t, concurrency, 1, "generate --requests: requests in flight at once");
+ABSL_FLAG(int32_t, timeout_s, 0, "generate: per-request deadline in seconds (0 = none)");
 ABSL_FLAG(std::string, vocab_from, "",
           "make-model: copy the tokenizer of this GGUF (same vocabulary size)");
 
@@ -61,6 +67,7 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: tandem run|tokenize --model PATH [flags]\n"
+               "       tandem generate --addr HOST:PORT [prompt and sampling flags]\n"
                "       tandem make-model --shape NAME --dtype bf16|q8_0 --out FILE.gguf\n"
                "       (--help for flags)\n");
   return 2;
@@ -77,33 +84,11 @@ bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
 
 }  // namespace
 
-// Accepts the documented --dashed-flag spelling: Abseil flag names use
-// underscores, so "--max-tokens=5" becomes "--max_tokens=5" (values untouched).
-std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
-  std::vector<std::string> out;
-  bool flags_done = false;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--") flags_done = true;
-    if (!flags_done && i > 0 && arg.size() > 2 && arg[0] == '-' && arg[1] == '-') {
-      size_t end = arg.find('=');
-      if (end == std::string::npos) end = arg.size();
-      for (size_t k = 2; k < end; ++k) {
-        if (arg[k] == '-') arg[k] = '_';
-      }
-    }
-    out.push_back(std::move(arg));
-  }
-  return out;
-}
-
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("tandem run|tokenize|make-model [flags]");
-  std::vector<std::string> normalized = NormalizeFlagNames(argc, argv);
-  std::vector<char*> normalized_argv;
-  for (std::string& a : normalized) normalized_argv.push_back(a.data());
-  std::vector<char*> args =
-      absl::ParseCommandLine(static_cast<int>(normalized_argv.size()), normalized_argv.data());
+  tandem::NormalizedArgs normalized_args(argc, argv);
+  const std::vector<std::string>& normalized = normalized_args.args();
+  std::vector<char*> args = absl::ParseCommandLine(normalized_args.argc(), normalized_args.argv());
   if (args.size() != 2) return Usage();
   const std::string command = args[1];
   if (command == "make-model") {
@@ -117,7 +102,8 @@ int main(int argc, char** argv) {
     return tandem::client::MakeModelCommand(o);
   }
   const std::string model = absl::GetFlag(FLAGS_model);
-  if (model.empty()) {
+  const bool generate = command == "generate";
+  if (model.empty() && !generate) {
     std::fprintf(stderr, "tandem %s: --model PATH is required\n", command.c_str());
     return 2;
   }
@@ -127,7 +113,7 @@ int main(int argc, char** argv) {
     o.decode = absl::GetFlag(FLAGS_decode);
     return tandem::client::TokenizeCommand(o);
   }
-  if (command != "run") return Usage();
+  if (command != "run" && !generate) return Usage();
 
   tandem::client::RunOptions o;
   o.model_path = model;
@@ -145,8 +131,8 @@ int main(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_prompt_ids).empty()) {
     std::vector<int32_t> ids;
     if (!ParseIds(absl::GetFlag(FLAGS_prompt_ids), &ids)) {
-      std::fprintf(stderr, "tandem run: --prompt-ids '%s' is not a comma-separated id list\n",
-                   absl::GetFlag(FLAGS_prompt_ids).c_str());
+      std::fprintf(stderr, "tandem %s: --prompt-ids '%s' is not a comma-separated id list\n",
+                   command.c_str(), absl::GetFlag(FLAGS_prompt_ids).c_str());
       return 1;
     }
     o.prompt_ids = ids;
@@ -174,6 +160,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tandem run: --precision '%s' must be fast or reference\n",
                  precision.c_str());
     return 1;
+  }
+  if (generate) {
+    tandem::client::GenerateOptions g;
+    g.addr = absl::GetFlag(FLAGS_addr);
+    g.prompt = o.prompt;
+    g.chat = o.chat;
+    g.prompt_ids = o.prompt_ids;
+    g.requests_file = o.requests_file;
+    g.params = o.params;
+    g.json = o.json;
+    g.concurrency = absl::GetFlag(FLAGS_concurrency);
+    g.timeout_s = absl::GetFlag(FLAGS_timeout_s);
+    return tandem::client::GenerateCommand(g);
   }
   o.num_threads = absl::GetFlag(FLAGS_threads);
   o.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);

@@ -20,7 +20,7 @@ absl::StatusOr<std::unique_ptr<StepExecutor>> StepExecutor::Create(
   storage_config.num_layers = mc.num_layers;
   storage_config.num_blocks = config.num_blocks;
   storage_config.block_size = config.block_size;
-  storage_config.num_kv_heads = mc.num_kv_heads;
+  storage_config.num_kv_heads = model->num_local_kv_heads();  // this rank's shard
   storage_config.head_dim = mc.head_dim;
   storage_config.dtype = model->kv_dtype();
   ASSIGN_OR_RETURN(std::unique_ptr<kv::KvStorage> storage, kv::KvStorage::Create(storage_config));

@@ -13,18 +13,35 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path,
                                                    const ModelOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(path));
   ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file));
+  ASSIGN_OR_RETURN(TpShard shard,
+                   PartitionForRank(config, options.tp_rank, options.tp_world_size));
+  if (options.tp_world_size > 1) {
+    if (options.communicator == nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "tensor-parallel world size %d needs a communicator", options.tp_world_size));
+    }
+    if (options.communicator->rank() != options.tp_rank ||
+        options.communicator->world_size() != options.tp_world_size) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "tensor-parallel rank %d of %d does not match the communicator's rank %d of %d",
+          options.tp_rank, options.tp_world_size, options.communicator->rank(),
+          options.communicator->world_size()));
+    }
+  }
   ASSIGN_OR_RETURN(ModelWeights weights,
-                   LoadModelWeights(*file, config, options.precision == Precision::kReference));
+                   LoadModelWeights(*file, config, options.precision == Precision::kReference,
+                                    shard));
   return std::unique_ptr<Model>(
-      new Model(std::move(file), std::move(config), std::move(weights), options));
+      new Model(std::move(file), std::move(config), std::move(weights), options, shard));
 }
 
 Model::Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, ModelWeights weights,
-             const ModelOptions& options)
+             const ModelOptions& options, const TpShard& shard)
     : file_(std::move(file)),
       config_(std::move(config)),
       weights_(std::move(weights)),
       options_(options),
+      shard_(shard),
       pool_(std::make_unique<ThreadPool>(options.num_threads)) {
   matmul_params_.isa = kernels::BestIsa();
   matmul_params_.quantize_activations = options_.precision == Precision::kFast;
@@ -33,7 +50,7 @@ Model::Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, ModelWeig
   vector_isa_ = options_.precision == Precision::kFast ? kernels::BestIsa()
                                                        : kernels::Isa::kReference;
   attention_params_.isa = vector_isa_;
-  attention_params_.num_heads = config_.num_heads;
+  attention_params_.num_heads = shard_.num_q_heads();
   attention_params_.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
 }
 
@@ -51,6 +68,11 @@ absl::Status Model::Validate(std::span<const ForwardSequence> batch,
                              const kv::KvStorage& kv) const {
   if (batch.empty()) return absl::InvalidArgumentError("forward batch is empty");
   const int32_t block_size = kv.config().block_size;
+  if (kv.config().num_kv_heads != shard_.num_kv_heads()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the KV storage holds %d KV heads, this model (rank %d of %d) computes %d",
+        kv.config().num_kv_heads, shard_.rank, shard_.world_size, shard_.num_kv_heads()));
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
     const ForwardSequence& s = batch[i];
     if (s.tokens.empty()) {
@@ -114,8 +136,9 @@ absl::Status Model::Forward(std::span<const ForwardSequence> batch, kv::KvStorag
   num_tokens_ = 0;
   for (const ForwardSequence& s : batch) num_tokens_ += static_cast<int64_t>(s.tokens.size());
   const int64_t n = num_tokens_;
-  const int64_t q_dim = static_cast<int64_t>(c.num_heads) * c.head_dim;
-  const int64_t kv_dim = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
+  const int64_t q_dim = static_cast<int64_t>(shard_.num_q_heads()) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(shard_.num_kv_heads()) * c.head_dim;
+  const int64_t ffn = shard_.ffn_size();
   positions_.resize(n);
   slots_.resize(n);
   x_.resize(n * c.hidden_dim);
@@ -124,8 +147,8 @@ absl::Status Model::Forward(std::span<const ForwardSequence> batch, kv::KvStorag
   k_.resize(n * kv_dim);
   v_.resize(n * kv_dim);
   attn_.resize(n * q_dim);
-  gate_.resize(n * c.ffn_dim);
-  up_.resize(n * c.ffn_dim);
+  gate_.resize(n * ffn);
+  up_.resize(n * ffn);
   out_.resize(n * c.hidden_dim);
   attn_seqs_.resize(batch.size());
 
@@ -147,11 +170,11 @@ absl::Status Model::Forward(std::span<const ForwardSequence> batch, kv::KvStorag
   }
 
   Embed(batch);
-  for (int32_t layer = 0; layer < c.num_layers; ++layer) Layer(layer, kv);
+  for (int32_t layer = 0; layer < c.num_layers; ++layer) RETURN_IF_ERROR(Layer(layer, kv));
 
   // Gather the rows that need logits, then the final norm and the head.
   const int64_t num_rows = NumLogitRows(batch);
-  if (num_rows == 0) return absl::OkStatus();
+  if (num_rows == 0 || logits == nullptr) return absl::OkStatus();
   row = 0;
   int64_t out_row = 0;
   for (const ForwardSequence& s : batch) {
@@ -167,8 +190,15 @@ absl::Status Model::Forward(std::span<const ForwardSequence> batch, kv::KvStorag
   return absl::OkStatus();
 }
 
-void Model::Layer(int32_t layer, kv::KvStorage& kv) {
+absl::Status Model::ReducePartials() {
+  if (shard_.world_size == 1) return absl::OkStatus();
+  return options_.communicator->AllReduceSum(out_.data(), num_tokens_ * config_.hidden_dim);
+}
+
+absl::Status Model::Layer(int32_t layer, kv::KvStorage& kv) {
   const ModelConfig& c = config_;
+  const int64_t num_heads = shard_.num_q_heads();
+  const int64_t num_kv_heads = shard_.num_kv_heads();
   const LayerWeights& w = weights_.layers[layer];
   const int64_t n = num_tokens_;
   const int64_t hidden = c.hidden_dim;
@@ -181,9 +211,9 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
     float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
     kernels::MatMulMany(qkv, h_.data(), n, qkv_out, matmul_params_, pool_.get());
   }
-  kernels::Rope(q_.data(), positions_.data(), n, c.num_heads, c.head_dim, c.rope_dim,
+  kernels::Rope(q_.data(), positions_.data(), n, num_heads, c.head_dim, c.rope_dim,
                 c.rope_freq_base);
-  kernels::Rope(k_.data(), positions_.data(), n, c.num_kv_heads, c.head_dim, c.rope_dim,
+  kernels::Rope(k_.data(), positions_.data(), n, num_kv_heads, c.head_dim, c.rope_dim,
                 c.rope_freq_base);
   // Every token's K/V is written before any attention reads, so sequences in
   // one batch that share a block (prefix cache) see each other's writes.
@@ -192,6 +222,7 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
   kernels::PagedAttention(q_.data(), attn_seqs_, cache, attention_params_, attn_.data(),
                           pool_.get());
   MatMul(w.wo, attn_.data(), n, out_.data());
+  RETURN_IF_ERROR(ReducePartials());
   kernels::Add(x_.data(), out_.data(), n * hidden, pool_.get());
 
   // Feed-forward block: x += W_down · (silu(W_gate h) * W_up h), h = norm(x).
@@ -202,9 +233,11 @@ void Model::Layer(int32_t layer, kv::KvStorage& kv) {
     float* const gate_up_out[] = {gate_.data(), up_.data()};
     kernels::MatMulMany(gate_up, h_.data(), n, gate_up_out, matmul_params_, pool_.get());
   }
-  kernels::SiluMul(gate_.data(), up_.data(), n * c.ffn_dim, vector_isa_, pool_.get());
+  kernels::SiluMul(gate_.data(), up_.data(), n * shard_.ffn_size(), vector_isa_, pool_.get());
   MatMul(w.w_down, gate_.data(), n, out_.data());
+  RETURN_IF_ERROR(ReducePartials());
   kernels::Add(x_.data(), out_.data(), n * hidden, pool_.get());
+  return absl::OkStatus();
 }
 
 }  // namespace tandem::model

@@ -4,6 +4,18 @@
 // and single decode tokens mixed, without padding — reading and writing K/V
 // through the paged KV cache.
 //
+// Tensor parallelism (ModelOptions::tp_world_size > 1): each rank holds its
+// KV-head groups (with their query heads) and FFN columns; the KvStorage
+// passed to Forward holds only the rank's KV heads (num_kv_heads() below).
+// The partial outputs of attention-out (wo) and FFN-down are summed over the
+// ranks (Communicator::AllReduceSum, rank order) before the residual add, so
+// every rank ends each layer with the same residual stream. The output head
+// is replicated: every rank that passes a `logits` buffer computes the same
+// logits; ranks other than 0 may pass nullptr to skip the head. At world
+// size 1 no collective is called and the results are those of the unsharded
+// model bit for bit; at larger sizes the reduction changes the fp32 summation
+// order of wo / w_down, so logits differ by rounding only.
+//
 // Thread-safety: Load is thread-safe; Forward may run on one thread at a time
 // (it reuses scratch buffers) and parallelizes internally over the pool.
 #ifndef TANDEM_ENGINE_MODEL_MODEL_H_
@@ -21,7 +33,9 @@
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
+#include "engine/model/tp_partition.h"
 #include "kernels/kernels.h"
+#include "worker/tp/communicator.h"
 
 namespace tandem::model {
 
@@ -36,6 +50,14 @@ enum class Precision {
 struct ModelOptions {
   Precision precision = Precision::kFast;
   int32_t num_threads = 0;  // 0: every core
+  // Tensor parallelism: this process is rank `tp_rank` of `tp_world_size`
+  // and holds only its TpShard (PartitionForRank) of the attention and FFN
+  // weights. With tp_world_size > 1, `communicator` (not owned, outlives the
+  // model) must have the same rank and world size; every rank must call
+  // Forward with the same batch. With tp_world_size == 1 it is unused.
+  int32_t tp_rank = 0;
+  int32_t tp_world_size = 1;
+  tp::Communicator* communicator = nullptr;
 };
 
 // One sequence's work in a forward batch.
@@ -48,8 +70,10 @@ struct ForwardSequence {
 
 class Model {
  public:
-  // Maps the GGUF at `path` and prepares the weights. Fails with NotFound /
-  // InvalidArgument naming the path or the offending tensor / key.
+  // Maps the GGUF at `path` and prepares the weights (this rank's shard).
+  // Fails with NotFound / InvalidArgument naming the path or the offending
+  // tensor / key, and with InvalidArgument for a tensor-parallel setup that
+  // does not fit the model or the communicator (naming both values).
   static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& path,
                                                      const ModelOptions& options);
 
@@ -58,12 +82,19 @@ class Model {
   Precision precision() const { return options_.precision; }
   kernels::KvDtype kv_dtype() const;
   ThreadPool* pool() { return pool_.get(); }
+  // This rank's slice of the model; the whole model at world size 1.
+  const TpShard& shard() const { return shard_; }
+  // KV heads this rank's KvStorage must hold (KvStorageConfig::num_kv_heads).
+  int32_t num_local_kv_heads() const { return shard_.num_kv_heads(); }
 
   // Runs the batch. Writes K/V of every token into `kv` and the logits of the
   // last num_logits tokens of each sequence, in batch order, to `logits`
-  // ([sum of num_logits, vocab_size]). Fails with InvalidArgument (naming the
-  // value and the limit) for token ids outside the vocabulary, positions past
-  // the context length or the block tables, or an empty batch.
+  // ([sum of num_logits, vocab_size]; may be nullptr to skip the output head,
+  // e.g. on tensor-parallel ranks other than 0). Fails with InvalidArgument
+  // (naming the value and the limit) for token ids outside the vocabulary,
+  // positions past the context length or the block tables, an empty batch,
+  // or a KvStorage whose num_kv_heads is not num_local_kv_heads(); passes on
+  // a communicator's error.
   absl::Status Forward(std::span<const ForwardSequence> batch, kv::KvStorage& kv, float* logits);
 
   // Counts the rows Forward will write to `logits`.
@@ -71,16 +102,19 @@ class Model {
 
  private:
   Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, ModelWeights weights,
-        const ModelOptions& options);
+        const ModelOptions& options, const TpShard& shard);
   absl::Status Validate(std::span<const ForwardSequence> batch, const kv::KvStorage& kv) const;
   void Embed(std::span<const ForwardSequence> batch);
-  void Layer(int32_t layer, kv::KvStorage& kv);
+  absl::Status Layer(int32_t layer, kv::KvStorage& kv);
+  // Sums out_ over the ranks; a no-op at world size 1.
+  absl::Status ReducePartials();
   void MatMul(const kernels::WeightView& w, const float* x, int64_t n, float* y);
 
   std::unique_ptr<gguf::GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
   ModelOptions options_;
+  TpShard shard_;
   kernels::MatMulParams matmul_params_;
   kernels::AttentionParams attention_params_;
   kernels::Isa vector_isa_ = kernels::Isa::kReference;  // attention and elementwise kernels
@@ -94,13 +128,14 @@ class Model {
   std::vector<kernels::AttentionSeq> attn_seqs_;
   std::vector<float> x_;                        // [num_tokens, hidden] residual stream
   std::vector<float> h_;                        // [num_tokens, hidden] normed input
+  // Head and FFN dimensions below are this rank's shard.
   std::vector<float> q_;                        // [num_tokens, num_heads * head_dim]
   std::vector<float> k_;                        // [num_tokens, num_kv_heads * head_dim]
   std::vector<float> v_;                        // [num_tokens, num_kv_heads * head_dim]
   std::vector<float> attn_;                     // [num_tokens, num_heads * head_dim]
   std::vector<float> gate_;                     // [num_tokens, ffn]
   std::vector<float> up_;                       // [num_tokens, ffn]
-  std::vector<float> out_;                      // [num_tokens, hidden]
+  std::vector<float> out_;                      // [num_tokens, hidden] (partial sum under TP)
 };
 
 }  // namespace tandem::model

@@ -12,10 +12,14 @@
 #include "absl/status/statusor.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model_config.h"
+#include "engine/model/tp_partition.h"
 #include "kernels/kernels.h"
 
 namespace tandem::model {
 
+// Under tensor parallelism the head and FFN dimensions are the rank's shard
+// (TpShard): num_heads = its query heads, num_kv_heads = its KV heads, ffn =
+// its FFN columns.
 struct LayerWeights {
   std::vector<float> attn_norm;  // [hidden]
   kernels::WeightView wq;        // [num_heads * head_dim, hidden]
@@ -43,6 +47,14 @@ struct ModelWeights {
 // when one is missing, has the wrong shape, or a type tandem cannot read.
 absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const ModelConfig& config,
                                               bool dequantize_to_f32);
+
+// The same for one tensor-parallel rank: only `shard`'s slices of the
+// attention and FFN matrices (norms, embedding and output head whole).
+// Quantized, slices are views into the mapping; a column slice of wo or
+// w_down that does not start on a block boundary of the tensor's type fails
+// with InvalidArgument naming the tensor, the range and the block size.
+absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const ModelConfig& config,
+                                              bool dequantize_to_f32, const TpShard& shard);
 
 }  // namespace tandem::model
 

@@ -1,0 +1,309 @@
+#include "client/generate_command.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "client/json_request.h"
+#include "coordinator/request.h"
+#include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
+#include "tandem/v1/inference.grpc.pb.h"
+#include "worker/step_codec.h"
+
+namespace tandem::client {
+namespace {
+
+namespace pb = tandem::v1;
+using nlohmann::json;
+
+const char* StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
+
+std::string Describe(const grpc::Status& s) {
+  return absl::StrFormat("%s: %s", StatusCodeName(s.error_code()), s.error_message());
+}
+
+coordinator::FinishReason FromProto(pb::FinishReason r) {
+  switch (r) {
+    case pb::FINISH_REASON_STOP: return coordinator::FinishReason::kStop;
+    case pb::FINISH_REASON_LENGTH: return coordinator::FinishReason::kLength;
+    case pb::FINISH_REASON_CANCELLED: return coordinator::FinishReason::kCancelled;
+    case pb::FINISH_REASON_ERROR: return coordinator::FinishReason::kError;
+    default: return coordinator::FinishReason::kNone;
+  }
+}
+
+// What one request produced, assembled from its stream.
+struct Result {
+  grpc::Status status;
+  std::vector<int32_t> prompt_token_ids;
+  std::vector<coordinator::Completion> completions;  // by index
+  int64_t cached_prompt_tokens = 0;
+  std::string error;  // the response's error field
+  int32_t top_k = 0;
+};
+
+pb::GenerateRequest ToProto(const JsonRequest& r) {
+  pb::GenerateRequest g;
+  if (r.prompt) {
+    g.set_text(*r.prompt);
+  } else if (r.prompt_token_ids) {
+    g.mutable_token_ids()->mutable_ids()->Add(r.prompt_token_ids->begin(),
+                                              r.prompt_token_ids->end());
+  } else {
+    g.mutable_chat()->set_add_generation_prompt(true);
+    for (const tokenizer::ChatMessage& m : r.messages) {
+      pb::ChatMessage* out = g.mutable_chat()->add_messages();
+      out->set_role(m.role);
+      out->set_content(m.content);
+    }
+  }
+  worker::SamplingParamsToProto(r.params, g.mutable_sampling());
+  g.set_priority(r.priority);
+  g.set_decoding_mode(pb::DECODING_MODE_SAMPLING);
+  return g;
+}
+
+void SetDeadline(grpc::ClientContext& context, int32_t timeout_s) {
+  if (timeout_s > 0) {
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_s));
+  }
+}
+
+// Runs one request to the end. `on_text` (may be empty) sees index-0 text as
+// it streams. With `want_prompt_ids`, text and chat prompts are tokenized by
+// the server (Tokenize gives exactly the ids Generate uses).
+Result RunOne(pb::Inference::Stub& stub, const JsonRequest& request, bool want_prompt_ids,
+              int32_t timeout_s, const std::function<void(const std::string&)>& on_text) {
+  Result result;
+  result.top_k = request.params.logprobs;
+  result.completions.resize(std::max(1, request.params.n));
+  const pb::GenerateRequest proto = ToProto(request);
+  {
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_s);
+    std::unique_ptr<grpc::ClientReader<pb::GenerateStreamResponse>> reader =
+        stub.GenerateStream(&context, proto);
+    pb::GenerateStreamResponse msg;
+    while (reader->Read(&msg)) {
+      for (const pb::CompletionDelta& d : msg.deltas()) {
+        if (d.index() < 0 || d.index() >= static_cast<int32_t>(result.completions.size())) continue;
+        coordinator::Completion& c = result.completions[d.index()];
+        c.text += d.text();
+        c.token_ids.insert(c.token_ids.end(), d.token_ids().begin(), d.token_ids().end());
+        if (d.finish_reason() != pb::FINISH_REASON_UNSPECIFIED) {
+          c.finish_reason = FromProto(d.finish_reason());
+        }
+        for (const pb::PositionLogprobs& p : d.logprobs()) {
+          coordinator::PositionLogprobs lp;
+          lp.token = p.token();
+          lp.logprob = p.logprob();
+          for (const pb::TokenLogprob& t : p.top_logprobs()) lp.top.push_back({t.token(), t.logprob()});
+          c.logprobs.push_back(std::move(lp));
+        }
+        if (d.index() == 0 && on_text && !d.text().empty()) on_text(d.text());
+      }
+      if (msg.has_usage()) result.cached_prompt_tokens = msg.usage().cached_prompt_tokens();
+      if (!msg.error().empty()) result.error = msg.error();
+    }
+    result.status = reader->Finish();
+    if (!result.status.ok()) return result;
+  }
+  if (request.prompt_token_ids) {
+    result.prompt_token_ids = *request.prompt_token_ids;
+  } else if (want_prompt_ids) {
+    pb::TokenizeRequest t;
+    if (request.prompt) {
+      t.set_text(*request.prompt);
+    } else {
+      *t.mutable_chat() = proto.chat();
+    }
+    pb::TokenizeResponse tr;
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_s);
+    result.status = stub.Tokenize(&context, t, &tr);
+    result.prompt_token_ids.assign(tr.token_ids().begin(), tr.token_ids().end());
+  }
+  return result;
+}
+
+// The same object `tandem run --json` prints for one sequence.
+json CompletionJson(const Result& r, const coordinator::Completion& c) {
+  json j;
+  j["prompt_token_ids"] = r.prompt_token_ids;
+  j["token_ids"] = c.token_ids;
+  j["text"] = c.text;
+  j["finish_reason"] = coordinator::FinishReasonName(c.finish_reason);
+  if (r.top_k > 0) {
+    json positions = json::array();
+    json chosen = json::array();
+    for (const coordinator::PositionLogprobs& p : c.logprobs) {
+      json alts = json::array();
+      for (const sampling::TokenLogprob& t : p.top) {
+        alts.push_back({{"token_id", t.token}, {"logprob", t.logprob}});
+      }
+      positions.push_back(alts);
+      chosen.push_back(p.logprob);
+    }
+    j["top_logprobs"] = positions;
+    j["logprobs"] = chosen;
+  }
+  if (r.cached_prompt_tokens > 0) j["prefix_hit_tokens"] = r.cached_prompt_tokens;
+  return j;
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "tandem generate: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int GenerateCommand(const GenerateOptions& o) {
+  int sources = o.prompt.has_value() + o.chat.has_value() + o.prompt_ids.has_value() +
+                o.requests_file.has_value();
+  if (sources != 1) {
+    return Fail("INVALID_ARGUMENT: give exactly one of --prompt, --chat, --prompt-ids or --requests");
+  }
+  if (o.concurrency < 1 || o.concurrency > 1024) {
+    return Fail(absl::StrFormat(
+        "INVALID_ARGUMENT: --concurrency %d is out of range: must be in [1, 1024]", o.concurrency));
+  }
+  if (o.addr.empty()) return Fail("INVALID_ARGUMENT: --addr HOST:PORT is required");
+
+  // Parse every request before sending any, so a bad line fails up front.
+  std::vector<JsonRequest> requests;
+  if (o.requests_file) {
+    std::ifstream in(*o.requests_file);
+    if (!in) {
+      return Fail(absl::StrFormat("NOT_FOUND: cannot open requests file '%s'", *o.requests_file));
+    }
+    int line_number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_number;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      absl::StatusOr<JsonRequest> r = ParseJsonRequest(line, o.params);
+      if (!r.ok()) {
+        return Fail(absl::StrFormat("INVALID_ARGUMENT: request line %d: %s", line_number,
+                                    r.status().message()));
+      }
+      requests.push_back(*std::move(r));
+    }
+  } else {
+    JsonRequest r;
+    r.params = o.params;
+    if (o.prompt) r.prompt = *o.prompt;
+    if (o.prompt_ids) r.prompt_token_ids = *o.prompt_ids;
+    if (o.chat) r.messages.push_back({"user", *o.chat});
+    requests.push_back(std::move(r));
+  }
+
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(o.addr, grpc::InsecureChannelCredentials());
+  std::unique_ptr<pb::Inference::Stub> stub = pb::Inference::NewStub(channel);
+
+  if (!o.requests_file) {
+    const bool stream_text = !o.json && o.params.n == 1;
+    std::function<void(const std::string&)> on_text;
+    if (stream_text) {
+      on_text = [](const std::string& text) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+      };
+    }
+    Result r = RunOne(*stub, requests[0], o.json, o.timeout_s, on_text);
+    if (!r.status.ok()) {
+      if (stream_text) std::printf("\n");
+      return Fail(Describe(r.status));
+    }
+    if (o.json) {
+      for (const coordinator::Completion& c : r.completions) {
+        std::printf("%s\n", CompletionJson(r, c).dump().c_str());
+      }
+    } else if (stream_text) {
+      std::printf("\n");
+    } else {
+      for (size_t k = 0; k < r.completions.size(); ++k) {
+        std::printf("--- completion %zu (%s)\n%s\n", k,
+                    coordinator::FinishReasonName(r.completions[k].finish_reason),
+                    r.completions[k].text.c_str());
+      }
+    }
+    std::fflush(stdout);
+    if (!r.error.empty()) return Fail("request failed: " + r.error);
+    return 0;
+  }
+
+  // --requests: `concurrency` threads each take the next request until none
+  // is left; lines are printed in input order once all are done.
+  std::vector<Result> results(requests.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  const size_t num_threads = std::min<size_t>(o.concurrency, requests.size());
+  for (size_t t = 0; t < num_threads; ++t) {
+    threads.emplace_back([&] {
+      for (size_t i = next.fetch_add(1); i < requests.size(); i = next.fetch_add(1)) {
+        results[i] = RunOne(*stub, requests[i], /*want_prompt_ids=*/true, o.timeout_s, nullptr);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+
+  int exit_code = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    if (!r.status.ok()) {
+      exit_code = 1;
+      std::fprintf(stderr, "tandem generate: request %zu: %s\n", i + 1, Describe(r.status).c_str());
+      std::printf("%s\n", json({{"error", Describe(r.status)}}).dump().c_str());
+      continue;
+    }
+    json line;
+    if (r.completions.size() == 1) {
+      line = CompletionJson(r, r.completions[0]);
+    } else {
+      line["prompt_token_ids"] = r.prompt_token_ids;
+      line["sequences"] = json::array();
+      for (const coordinator::Completion& c : r.completions) {
+        json cj = CompletionJson(r, c);
+        cj.erase("prompt_token_ids");
+        line["sequences"].push_back(cj);
+      }
+    }
+    if (!r.error.empty()) {
+      exit_code = 1;
+      line["error"] = r.error;
+    }
+    std::printf("%s\n", line.dump().c_str());
+  }
+  std::fflush(stdout);
+  return exit_code;
+}
+
+}  // namespace tandem::client

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Integration tests of the cluster: a real tandem-coordinator (--local, and
+--worker over a real tandem-worker when that binary is built) driven by
+`tandem generate`. Checks: 64 concurrent mixed-length greedy requests all
+complete and equal `tandem run` line for line; bad requests fail with
+INVALID_ARGUMENT naming the value; SIGTERM drains and exits 0. Standard
+library only; every wait is bounded.
+
+Env: TANDEM_COORDINATOR_BIN, TANDEM_BIN, TANDEM_MODEL; optional
+TANDEM_WORKER_BIN (the --worker variant is skipped when it does not exist).
+"""
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
+BIN = os.environ["TANDEM_BIN"]
+MODEL = os.environ["TANDEM_MODEL"]
+WORKER = os.environ.get("TANDEM_WORKER_BIN", "")
+STARTUP_TIMEOUT = 120
+TIMEOUT = 600
+
+
+class Server:
+    """A child process that prints `<name> listening on HOST:PORT` once serving."""
+
+    def __init__(self, args, name):
+        self.name = name
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        self.stderr_lines = []
+        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_thread.start()
+        self.address = self._read_address()
+
+    def _drain_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+
+    def _read_address(self):
+        found = {}
+
+        def read():
+            line = self.proc.stdout.readline()
+            m = re.fullmatch(re.escape(self.name) + r" listening on (\S+:\d+)\n", line)
+            if m:
+                found["addr"] = m.group(1)
+            found["line"] = line
+
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        t.join(STARTUP_TIMEOUT)
+        if "addr" not in found:
+            self.kill()
+            raise AssertionError(f"{self.name} did not report its address within "
+                                 f"{STARTUP_TIMEOUT} s: got {found.get('line')!r}; stderr: "
+                                 f"{''.join(self.stderr_lines)[-2000:]}")
+        return found["addr"]
+
+    def terminate(self, timeout):
+        """SIGTERM, then the exit code (None when it did not exit in time)."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        self.proc.stdout.close()
+        self._stderr_thread.join(30)
+        self.proc.stderr.close()
+
+
+def run_cli(args):
+    p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=TIMEOUT)
+    return p.returncode, p.stdout, p.stderr
+
+
+def mixed_requests(count=64, seed=7):
+    rng = random.Random(seed)
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while",
+             "rain", "falls", "on", "quiet", "hills", "and", "rivers", "run", "to", "sea"]
+    lines = []
+    for i in range(count):
+        req = {"max_tokens": rng.randint(8, 24), "temperature": 0}
+        kind = i % 3
+        if kind == 0:
+            req["prompt"] = " ".join(rng.choice(words) for _ in range(rng.randint(1, 40)))
+        elif kind == 1:
+            req["messages"] = [{"role": "user", "content": " ".join(
+                rng.choice(words) for _ in range(rng.randint(1, 12)))}]
+        else:
+            req["prompt_token_ids"] = [rng.randint(100, 4000) for _ in range(rng.randint(1, 60))]
+        lines.append(json.dumps(req))
+    return "\n".join(lines) + "\n"
+
+
+def write_temp(text):
+    f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+
+
+class ClusterTestBase:
+    """Shared checks; subclasses start the server in setUpClass."""
+
+    def generate(self, args):
+        return run_cli(["generate", "--addr", self.server.address] + args)
+
+    def test_concurrent_requests_equal_run(self):
+        path = write_temp(mixed_requests())
+        try:
+            code, out, err = self.generate(["--requests", path, "--concurrency", "64", "--json"])
+            self.assertEqual(code, 0, err)
+            rcode, rout, rerr = run_cli(["run", "--model", MODEL, "--requests", path, "--json"])
+            self.assertEqual(rcode, 0, rerr)
+        finally:
+            os.unlink(path)
+        got = [json.loads(l) for l in out.splitlines()]
+        want = [json.loads(l) for l in rout.splitlines()]
+        self.assertEqual(len(got), 64)
+        self.assertEqual(len(want), 64)
+        for i, (g, w) in enumerate(zip(got, want)):
+            for key in ("prompt_token_ids", "token_ids", "text", "finish_reason"):
+                self.assertEqual(g.get(key), w.get(key), f"request {i + 1}: {key}")
+            self.assertTrue(g["token_ids"], f"request {i + 1} generated nothing")
+
+
+class LocalClusterTest(ClusterTestBase, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server([COORDINATOR, "--local", "--model", MODEL, "--port", "0"],
+                            "tandem-coordinator")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.kill()
+
+    def expect_invalid(self, lines, *needles):
+        path = write_temp("\n".join(json.dumps(l) if isinstance(l, dict) else l
+                                    for l in lines) + "\n")
+        try:
+            code, out, err = self.generate(["--requests", path])
+        finally:
+            os.unlink(path)
+        self.assertGreater(code, 0, f"expected a clean non-zero exit: {code} {err}")
+        self.assertIn("INVALID_ARGUMENT", err)
+        for n in needles:
+            self.assertIn(n, err, f"stderr should name {n!r}: {err}")
+
+    def test_empty_prompt(self):
+        self.expect_invalid([{"prompt": ""}], "prompt is empty")
+
+    def test_prompt_longer_than_context(self):
+        # SmolLM2's context is 8192 tokens.
+        self.expect_invalid([{"prompt_token_ids": [42] * 9000}], "9000", "8192")
+
+    def test_n_above_limit(self):
+        self.expect_invalid([{"prompt": "hello", "n": 129}], "129", "128")
+
+    def test_unknown_field_is_rejected_by_the_client(self):
+        self.expect_invalid([{"prompt": "hello", "max_tokenz": 3}], "max_tokenz", "line 1")
+
+    def test_single_prompt_streams_like_run(self):
+        args = ["--prompt", "Once upon a time", "--max-tokens", "12", "--temperature", "0"]
+        code, out, err = self.generate(args)
+        self.assertEqual(code, 0, err)
+        rcode, rout, rerr = run_cli(["run", "--model", MODEL] + args)
+        self.assertEqual(rcode, 0, rerr)
+        self.assertEqual(out, rout)
+
+    def test_deadline_exceeded_then_server_still_serves(self):
+        code, out, err = self.generate(["--prompt", "hello", "--max-tokens", "4000",
+                                        "--ignore-eos", "--timeout-s", "1"])
+        self.assertEqual(code, 1, err)
+        self.assertIn("DEADLINE_EXCEEDED", err)
+        code, out, err = self.generate(["--prompt", "hello", "--max-tokens", "4", "--json"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(json.loads(out)["token_ids"]), 4)
+
+    def test_unreachable_coordinator(self):
+        code, out, err = run_cli(["generate", "--addr", "127.0.0.1:1", "--prompt", "hi",
+                                  "--timeout-s", "5"])
+        self.assertEqual(code, 1, err)
+        self.assertRegex(err, "UNAVAILABLE|DEADLINE_EXCEEDED")
+
+
+class SigtermTest(unittest.TestCase):
+    def test_sigterm_exits_zero(self):
+        server = Server([COORDINATOR, "--local", "--model", MODEL, "--port", "0"],
+                        "tandem-coordinator")
+        try:
+            # A request in flight when SIGTERM lands still completes: wait for
+            # its first streamed text (bounded), then signal.
+            client = subprocess.Popen(
+                [BIN, "generate", "--addr", server.address, "--prompt", "hello",
+                 "--max-tokens", "48", "--ignore-eos", "--temperature", "0"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            first = {}
+            reader = threading.Thread(target=lambda: first.setdefault("c", client.stdout.read(1)),
+                                      daemon=True)
+            reader.start()
+            reader.join(120)
+            self.assertTrue(first.get("c"), "the client streamed nothing")
+            start = time.monotonic()
+            code = server.terminate(15)
+            self.assertEqual(code, 0, "".join(server.stderr_lines)[-2000:])
+            self.assertLess(time.monotonic() - start, 15)
+            rest, err = client.communicate(timeout=60)
+            out = first["c"] + rest
+            self.assertEqual(client.returncode, 0, err)
+            self.assertTrue(out.endswith("\n"))
+            # After shutdown nothing listens any more.
+            code, _, err = run_cli(["generate", "--addr", server.address, "--prompt", "hi",
+                                    "--timeout-s", "5"])
+            self.assertEqual(code, 1, err)
+            self.assertRegex(err, "UNAVAILABLE|DEADLINE_EXCEEDED")
+        finally:
+            server.kill()
+        self.assertIsNotNone(server.proc.poll(), "no process may be left")
+
+
+@unittest.skipUnless(WORKER and os.path.exists(WORKER), "tandem-worker is not built")
+class WorkerClusterTest(ClusterTestBase, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.worker = Server([WORKER, "--model", MODEL, "--port", "0"], "tandem-worker")
+        try:
+            cls.server = Server([COORDINATOR, "--worker", cls.worker.address, "--model", MODEL,
+                                 "--port", "0"], "tandem-coordinator")
+        except BaseException:
+            cls.worker.kill()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.kill()
+        cls.worker.kill()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,130 @@
+#include "worker/worker_service.h"
+
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+
+namespace tandem::worker {
+namespace {
+
+// absl and gRPC share the canonical code numbering; spelled out so the
+// mapping this service promises (worker.proto) is visible in one place.
+grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk: return grpc::StatusCode::OK;
+    case absl::StatusCode::kCancelled: return grpc::StatusCode::CANCELLED;
+    case absl::StatusCode::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
+    case absl::StatusCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case absl::StatusCode::kNotFound: return grpc::StatusCode::NOT_FOUND;
+    case absl::StatusCode::kAlreadyExists: return grpc::StatusCode::ALREADY_EXISTS;
+    case absl::StatusCode::kPermissionDenied: return grpc::StatusCode::PERMISSION_DENIED;
+    case absl::StatusCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case absl::StatusCode::kFailedPrecondition: return grpc::StatusCode::FAILED_PRECONDITION;
+    case absl::StatusCode::kAborted: return grpc::StatusCode::ABORTED;
+    case absl::StatusCode::kOutOfRange: return grpc::StatusCode::OUT_OF_RANGE;
+    case absl::StatusCode::kUnimplemented: return grpc::StatusCode::UNIMPLEMENTED;
+    case absl::StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
+    case absl::StatusCode::kDataLoss: return grpc::StatusCode::DATA_LOSS;
+    case absl::StatusCode::kUnauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
+    default: return grpc::StatusCode::INTERNAL;
+  }
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(ToGrpcCode(status.code()), std::string(status.message()));
+}
+
+grpc::Status NotServing() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "worker is draining (shutting down); send no more steps");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TargetWorkerService>> TargetWorkerService::Create(
+    model::Model* model, const StepExecutorConfig& config) {
+  ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, StepExecutor::Create(model, config));
+  return std::unique_ptr<TargetWorkerService>(
+      new TargetWorkerService(model, config, std::move(executor)));
+}
+
+TargetWorkerService::TargetWorkerService(model::Model* model, const StepExecutorConfig& config,
+                                         std::unique_ptr<StepExecutor> executor)
+    : model_(model),
+      config_(config),
+      decoder_config_{model->config().vocab_size, config.num_blocks, config.block_size},
+      decoder_(std::make_unique<StepDecoder>(decoder_config_)),
+      executor_(std::move(executor)) {}
+
+grpc::Status TargetWorkerService::Info(grpc::ServerContext* context,
+                                       const tandem::v1::WorkerInfoRequest* request,
+                                       tandem::v1::WorkerInfoResponse* response) {
+  const model::ModelConfig& mc = model_->config();
+  response->set_model_name(mc.name);
+  response->set_vocab_size(mc.vocab_size);
+  response->set_context_length(mc.context_length);
+  response->set_num_blocks(config_.num_blocks);
+  response->set_block_size(config_.block_size);
+  response->set_tensor_parallel_size(1);
+  for (int32_t id : config_.eos_token_ids) response->add_eos_token_ids(id);
+  return grpc::Status::OK;
+}
+
+grpc::Status TargetWorkerService::Reset(grpc::ServerContext* context,
+                                        const tandem::v1::ResetRequest* request,
+                                        tandem::v1::ResetResponse* response) {
+  absl::MutexLock lock(&mutex_);
+  // Drop the old executor first so its KV mapping is released before the new
+  // one is made: peak memory stays at one cache.
+  executor_.reset();
+  decoder_->Reset();
+  last_step_id_.store(-1);
+  absl::StatusOr<std::unique_ptr<StepExecutor>> executor = StepExecutor::Create(model_, config_);
+  if (!executor.ok()) {
+    has_executor_.store(false);  // without an executor no step can run
+    num_sequences_.store(0);
+    return ToGrpcStatus(executor.status());
+  }
+  executor_ = *std::move(executor);
+  has_executor_.store(true);
+  num_sequences_.store(0);
+  return grpc::Status::OK;
+}
+
+grpc::Status TargetWorkerService::Step(grpc::ServerContext* context,
+                                       const tandem::v1::StepRequest* request,
+                                       tandem::v1::StepResponse* response) {
+  if (!serving_.load()) return NotServing();
+  absl::MutexLock lock(&mutex_);
+  if (executor_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "worker has no executor (a Reset failed); restart the worker");
+  }
+  absl::StatusOr<StepPlan> plan = decoder_->Decode(*request);
+  if (!plan.ok()) {
+    // Decode checks everything before changing state, so the worker is as it
+    // was; still INVALID_ARGUMENT, as the coordinator's encoder has moved on.
+    return ToGrpcStatus(plan.status());
+  }
+  absl::StatusOr<StepResult> result = executor_->Execute(*plan);
+  num_sequences_.store(decoder_->num_sequences());
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  last_step_id_.store(request->step_id());
+  StepResultToProto(*result, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status TargetWorkerService::Health(grpc::ServerContext* context,
+                                         const tandem::v1::HealthRequest* request,
+                                         tandem::v1::HealthResponse* response) {
+  response->set_status(serving_.load() && has_executor_.load()
+                           ? tandem::v1::WORKER_STATUS_SERVING
+                           : tandem::v1::WORKER_STATUS_NOT_SERVING);
+  response->set_num_sequences(num_sequences_.load());
+  response->set_last_step_id(last_step_id_.load());
+  return grpc::Status::OK;
+}
+
+}  // namespace tandem::worker

@@ -1,0 +1,82 @@
+// TargetWorkerService: the tandem.v1.TargetWorker gRPC service of one target
+// worker group (rank 0; TP = 1 for now). It owns the group's StepDecoder
+// (which turns the coordinator's diff-carrying StepRequests back into full
+// StepPlans) and StepExecutor (KV storage, sequence histories, sampler), and
+// is the one place where their absl::Status errors become gRPC codes
+// (DESIGN.md "Errors").
+//
+// Thread-safety: the gRPC server calls the handlers from its thread pool.
+// Steps are sequential by protocol; `mutex_` serializes Step and Reset anyway
+// so a misbehaving client cannot run two forwards at once. Info and Health
+// never wait for a running step: Health reads atomics the step updates.
+#ifndef TANDEM_WORKER_WORKER_SERVICE_H_
+#define TANDEM_WORKER_WORKER_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/model/model.h"
+#include "tandem/v1/worker.grpc.pb.h"
+#include "worker/step_codec.h"
+#include "worker/step_executor.h"
+
+namespace tandem::worker {
+
+class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
+ public:
+  // Creates the executor (KV storage of `config.num_blocks` blocks) and the
+  // decoder for `model`, which must outlive the service. Fails as
+  // StepExecutor::Create does (bad geometry, storage over the memory limit).
+  // The service starts serving; see SetServing.
+  static absl::StatusOr<std::unique_ptr<TargetWorkerService>> Create(
+      model::Model* model, const StepExecutorConfig& config);
+
+  TargetWorkerService(const TargetWorkerService&) = delete;
+  TargetWorkerService& operator=(const TargetWorkerService&) = delete;
+
+  // Draining (SIGTERM) sets false: Step then answers UNAVAILABLE and Health
+  // reports WORKER_STATUS_NOT_SERVING. Any thread.
+  void SetServing(bool serving) { serving_.store(serving); }
+
+  grpc::Status Info(grpc::ServerContext* context, const tandem::v1::WorkerInfoRequest* request,
+                    tandem::v1::WorkerInfoResponse* response) override;
+  // Forgets every sequence: a fresh decoder and executor (the KV pages are
+  // released and re-mapped lazily, so this is cheap).
+  grpc::Status Reset(grpc::ServerContext* context, const tandem::v1::ResetRequest* request,
+                     tandem::v1::ResetResponse* response) override;
+  // Decode → Execute → StepResultToProto. INVALID_ARGUMENT for a malformed
+  // request (decoder state unchanged); UNAVAILABLE while draining; other
+  // executor failures map by their absl code. After any error the
+  // coordinator must call Reset (worker.proto).
+  grpc::Status Step(grpc::ServerContext* context, const tandem::v1::StepRequest* request,
+                    tandem::v1::StepResponse* response) override;
+  grpc::Status Health(grpc::ServerContext* context, const tandem::v1::HealthRequest* request,
+                      tandem::v1::HealthResponse* response) override;
+
+ private:
+  TargetWorkerService(model::Model* model, const StepExecutorConfig& config,
+                      std::unique_ptr<StepExecutor> executor);
+
+  model::Model* const model_;
+  const StepExecutorConfig config_;
+  const StepDecoderConfig decoder_config_;
+  std::atomic<bool> serving_{true};
+
+  mutable absl::Mutex mutex_;
+  std::unique_ptr<StepDecoder> decoder_ ABSL_GUARDED_BY(mutex_);
+  std::unique_ptr<StepExecutor> executor_ ABSL_GUARDED_BY(mutex_);
+  // Mirrors for Health, written under mutex_.
+  std::atomic<bool> has_executor_{true};
+  std::atomic<int32_t> num_sequences_{0};
+  std::atomic<int64_t> last_step_id_{-1};
+};
+
+}  // namespace tandem::worker
+
+#endif  // TANDEM_WORKER_WORKER_SERVICE_H_
