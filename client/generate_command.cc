@@ -9,45 +9,18 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "client/inference_client.h"
 #include "client/json_request.h"
 #include "coordinator/request.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "tandem/v1/inference.grpc.pb.h"
-#include "worker/step_codec.h"
 
 namespace tandem::client {
 namespace {
 
 namespace pb = tandem::v1;
 using nlohmann::json;
-
-const char* StatusCodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
-  }
-}
-
-std::string Describe(const grpc::Status& s) {
-  return absl::StrFormat("%s: %s", StatusCodeName(s.error_code()), s.error_message());
-}
 
 coordinator::FinishReason FromProto(pb::FinishReason r) {
   switch (r) {
@@ -69,33 +42,6 @@ struct Result {
   int32_t top_k = 0;
 };
 
-pb::GenerateRequest ToProto(const JsonRequest& r) {
-  pb::GenerateRequest g;
-  if (r.prompt) {
-    g.set_text(*r.prompt);
-  } else if (r.prompt_token_ids) {
-    g.mutable_token_ids()->mutable_ids()->Add(r.prompt_token_ids->begin(),
-                                              r.prompt_token_ids->end());
-  } else {
-    g.mutable_chat()->set_add_generation_prompt(true);
-    for (const tokenizer::ChatMessage& m : r.messages) {
-      pb::ChatMessage* out = g.mutable_chat()->add_messages();
-      out->set_role(m.role);
-      out->set_content(m.content);
-    }
-  }
-  worker::SamplingParamsToProto(r.params, g.mutable_sampling());
-  g.set_priority(r.priority);
-  g.set_decoding_mode(pb::DECODING_MODE_SAMPLING);
-  return g;
-}
-
-void SetDeadline(grpc::ClientContext& context, int32_t timeout_s) {
-  if (timeout_s > 0) {
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_s));
-  }
-}
-
 // Runs one request to the end. `on_text` (may be empty) sees index-0 text as
 // it streams. With `want_prompt_ids`, text and chat prompts are tokenized by
 // the server (Tokenize gives exactly the ids Generate uses).
@@ -104,7 +50,7 @@ Result RunOne(pb::Inference::Stub& stub, const JsonRequest& request, bool want_p
   Result result;
   result.top_k = request.params.logprobs;
   result.completions.resize(std::max(1, request.params.n));
-  const pb::GenerateRequest proto = ToProto(request);
+  const pb::GenerateRequest proto = GenerateRequestProto(request);
   {
     grpc::ClientContext context;
     SetDeadline(context, timeout_s);
@@ -224,9 +170,7 @@ int GenerateCommand(const GenerateOptions& o) {
     requests.push_back(std::move(r));
   }
 
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(o.addr, grpc::InsecureChannelCredentials());
-  std::unique_ptr<pb::Inference::Stub> stub = pb::Inference::NewStub(channel);
+  std::unique_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
 
   if (!o.requests_file) {
     const bool stream_text = !o.json && o.params.n == 1;
@@ -240,7 +184,7 @@ int GenerateCommand(const GenerateOptions& o) {
     Result r = RunOne(*stub, requests[0], o.json, o.timeout_s, on_text);
     if (!r.status.ok()) {
       if (stream_text) std::printf("\n");
-      return Fail(Describe(r.status));
+      return Fail(DescribeGrpcStatus(r.status));
     }
     if (o.json) {
       for (const coordinator::Completion& c : r.completions) {
@@ -280,8 +224,9 @@ int GenerateCommand(const GenerateOptions& o) {
     const Result& r = results[i];
     if (!r.status.ok()) {
       exit_code = 1;
-      std::fprintf(stderr, "tandem generate: request %zu: %s\n", i + 1, Describe(r.status).c_str());
-      std::printf("%s\n", json({{"error", Describe(r.status)}}).dump().c_str());
+      std::fprintf(stderr, "tandem generate: request %zu: %s\n", i + 1,
+                   DescribeGrpcStatus(r.status).c_str());
+      std::printf("%s\n", json({{"error", DescribeGrpcStatus(r.status)}}).dump().c_str());
       continue;
     }
     json line;

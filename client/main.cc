@@ -2,10 +2,14 @@
 //   tandem run --model PATH (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE) ...
 //   tandem tokenize --model PATH [--decode]
 //   tandem generate --addr HOST:PORT (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE)
+//   tandem bench --addr HOST:PORT (--concurrency C | --request-rate R) [--num-requests N] ...
+//   tandem up --model PATH [--tp N] [--port P]   (coordinator + worker group, foreground)
+//   tandem health --addr HOST:PORT [--service NAME]
 //   tandem make-model --shape NAME --dtype bf16|q8_0 --out FILE.gguf [--seed S] [--vocab-from GGUF]
 //
 // Thread model: the main thread parses flags and runs the scheduler loop; the
 // model's thread pool (--threads, default every core) runs each forward.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -17,7 +21,10 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "client/bench_command.h"
 #include "client/generate_command.h"
+#include "client/health_command.h"
+#include "client/up_command.h"
 #include "client/make_model_command.h"
 #include "client/run_command.h"
 #include "client/tokenize_command.h"
@@ -55,10 +62,27 @@ ABSL_FLAG(bool, prefix_cache, true, "Reuse cached KV blocks of shared prompt pre
 ABSL_FLAG(bool, decode, false, "tokenize: decode JSON arrays of ids back to text");
 ABSL_FLAG(std::string, shape, "", "make-model: llama3-8b, llama2-7b or smollm2-135m");
 ABSL_FLAG(std::string, dtype, "bf16", "make-model: weight type, bf16 or q8_0");
-ABSL_FLAG(std::string, out, "", "make-model: output GGUF path");
+ABSL_FLAG(std::string, out, "", "make-model: output GGUF path; bench: JSON report path");
 ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "generate: the coordinator's HOST:PORT");
-ABSL_FLAG(int32_t, concurrency, 1, "generate --requests: requests in flight at once");
-ABSL_FLAG(int32_t, timeout_s, 0, "generate: per-request deadline in seconds (0 = none)");
+ABSL_FLAG(int32_t, concurrency, 0,
+          "generate --requests: requests in flight at once (default 1); bench: closed-loop "
+          "concurrency");
+ABSL_FLAG(int32_t, timeout_s, -1,
+          "generate/bench: per-request deadline in seconds (0 = none; default: none for "
+          "generate, 600 for bench)");
+ABSL_FLAG(int32_t, tp, 2, "up: tensor-parallel ranks of the worker group");
+ABSL_FLAG(int32_t, port, 0, "up: the coordinator's port (0 = the OS picks)");
+ABSL_FLAG(std::string, bin_dir, "", "up: where tandem-worker/tandem-coordinator are (default: here)");
+ABSL_FLAG(std::string, mpirun, "mpirun", "up: the MPI launcher for --tp > 1");
+ABSL_FLAG(int32_t, grace_s, 15, "up: seconds each process gets to drain on shutdown");
+ABSL_FLAG(std::vector<std::string>, worker_arg, {}, "up: extra tandem-worker flags (comma-separated)");
+ABSL_FLAG(std::string, service, "", "health: the service name to check (default: the server)");
+ABSL_FLAG(double, request_rate, 0, "bench: Poisson arrivals per second (instead of --concurrency)");
+ABSL_FLAG(int32_t, num_requests, 100, "bench: requests to send");
+ABSL_FLAG(int32_t, input_len, 128, "bench: random prompt length in tokens");
+ABSL_FLAG(int32_t, output_len, 128, "bench: tokens generated per request");
+ABSL_FLAG(std::string, dataset, "", "bench: JSONL requests instead of random prompts");
+ABSL_FLAG(int32_t, shared_prefix_len, 0, "bench: leading prompt tokens shared by all requests");
 ABSL_FLAG(std::string, vocab_from, "",
           "make-model: copy the tokenizer of this GGUF (same vocabulary size)");
 
@@ -68,6 +92,9 @@ int Usage() {
   std::fprintf(stderr,
                "usage: tandem run|tokenize --model PATH [flags]\n"
                "       tandem generate --addr HOST:PORT [prompt and sampling flags]\n"
+               "       tandem bench --addr HOST:PORT (--concurrency C | --request-rate R)\n"
+               "       tandem up --model PATH [--tp N] [--port P]\n"
+               "       tandem health --addr HOST:PORT\n"
                "       tandem make-model --shape NAME --dtype bf16|q8_0 --out FILE.gguf\n"
                "       (--help for flags)\n");
   return 2;
@@ -100,6 +127,39 @@ int main(int argc, char** argv) {
     o.seed = absl::GetFlag(FLAGS_seed) >= 0 ? static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)) : 0;
     o.vocab_from = absl::GetFlag(FLAGS_vocab_from);
     return tandem::client::MakeModelCommand(o);
+  }
+  if (command == "up") {
+    tandem::client::UpOptions u;
+    u.model = absl::GetFlag(FLAGS_model);
+    u.tp = absl::GetFlag(FLAGS_tp);
+    u.port = absl::GetFlag(FLAGS_port);
+    u.bin_dir = absl::GetFlag(FLAGS_bin_dir);
+    u.mpirun = absl::GetFlag(FLAGS_mpirun);
+    u.grace_s = absl::GetFlag(FLAGS_grace_s);
+    u.worker_args = absl::GetFlag(FLAGS_worker_arg);
+    return tandem::client::UpCommand(u);
+  }
+  if (command == "health") {
+    tandem::client::HealthOptions h;
+    h.addr = absl::GetFlag(FLAGS_addr);
+    h.service = absl::GetFlag(FLAGS_service);
+    if (absl::GetFlag(FLAGS_timeout_s) > 0) h.timeout_s = absl::GetFlag(FLAGS_timeout_s);
+    return tandem::client::HealthCommand(h);
+  }
+  if (command == "bench") {
+    tandem::client::BenchOptions b;
+    b.addr = absl::GetFlag(FLAGS_addr);
+    b.concurrency = absl::GetFlag(FLAGS_concurrency);
+    b.request_rate = absl::GetFlag(FLAGS_request_rate);
+    b.num_requests = absl::GetFlag(FLAGS_num_requests);
+    b.input_len = absl::GetFlag(FLAGS_input_len);
+    b.output_len = absl::GetFlag(FLAGS_output_len);
+    b.dataset = absl::GetFlag(FLAGS_dataset);
+    b.shared_prefix_len = absl::GetFlag(FLAGS_shared_prefix_len);
+    b.seed = absl::GetFlag(FLAGS_seed) >= 0 ? static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)) : 0;
+    b.out = absl::GetFlag(FLAGS_out);
+    if (absl::GetFlag(FLAGS_timeout_s) >= 0) b.timeout_s = absl::GetFlag(FLAGS_timeout_s);
+    return tandem::client::BenchCommand(b);
   }
   const std::string model = absl::GetFlag(FLAGS_model);
   const bool generate = command == "generate";
@@ -170,8 +230,8 @@ int main(int argc, char** argv) {
     g.requests_file = o.requests_file;
     g.params = o.params;
     g.json = o.json;
-    g.concurrency = absl::GetFlag(FLAGS_concurrency);
-    g.timeout_s = absl::GetFlag(FLAGS_timeout_s);
+    g.concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
+    g.timeout_s = std::max(0, absl::GetFlag(FLAGS_timeout_s));
     return tandem::client::GenerateCommand(g);
   }
   o.num_threads = absl::GetFlag(FLAGS_threads);

@@ -1,26 +1,41 @@
-// tandem-worker: rank 0 of a target worker group (tensor-parallel size 1 for
-// now). Loads the model, allocates the KV cache and serves tandem.v1.TargetWorker,
-// grpc.health.v1 and server reflection:
+// tandem-worker: one rank of a target worker group. Alone it is a group of
+// one; under mpirun (`mpirun -np N tandem-worker ...`) every process is one
+// tensor-parallel rank holding its shard of the model and of the KV cache:
 //   tandem-worker --model PATH [--host 127.0.0.1] [--port 0] [--kv-cache-bytes N | --kv-blocks N]
 //                 [--block-size 16] [--threads 0] [--precision fast|reference]
-// Once serving it prints exactly one line "tandem-worker listening on HOST:PORT"
-// (the real port when --port 0) to stdout.
+// Rank 0 serves tandem.v1.TargetWorker, grpc.health.v1 and server reflection
+// and, once serving, prints exactly one line "tandem-worker listening on
+// HOST:PORT" (the real port when --port 0) to stdout. Other ranks print none.
 //
-// Thread model: the main thread parses flags, loads the model, starts the gRPC
-// server and then waits in sigwait() for SIGTERM/SIGINT (blocked in every
-// thread, so no handler runs asynchronously). gRPC's synchronous server
-// threads run the handlers; TargetWorkerService serializes Step/Reset with its
-// mutex, and each Step's forward runs on the model's thread pool (--threads).
-// On SIGTERM/SIGINT: health → NOT_SERVING, Step refuses new work, the server
-// shuts down with a 5 s deadline (in-flight steps finish or are cancelled),
-// and the process exits 0.
+// Thread model: signals SIGTERM/SIGINT are blocked in every thread before any
+// exists (sigwait() takes them; no handler runs asynchronously). MPI is
+// initialized MPI_THREAD_FUNNELED only when a launcher started the process
+// (else the group is one SingleProcessCommunicator), so only the main thread
+// makes MPI calls.
+//  - Group of one: the main thread parses flags, loads the model, starts the
+//    gRPC server and waits in sigwait(). gRPC's synchronous server threads
+//    run the handlers; TargetWorkerService serializes Step/Reset with its
+//    mutex, and each forward runs on the model's thread pool (--threads).
+//  - Rank 0 of N > 1: the same, except that the main thread runs an
+//    MpiThreadQueue loop: handlers hand Step/Reset to it, and it broadcasts
+//    the plan and runs the forward (whose all-reduces are collectives). A
+//    separate thread sits in sigwait().
+//  - Ranks != 0: the main thread loops receiving plan envelopes from rank 0
+//    and running their shard's forward (no sampling, no gRPC), until rank 0
+//    broadcasts SHUTDOWN; then it exits 0.
+// On SIGTERM/SIGINT (to rank 0; mpirun forwards it): health → NOT_SERVING,
+// Step refuses new work, the server shuts down with a 5 s deadline (in-flight
+// steps finish or are cancelled), rank 0 broadcasts SHUTDOWN, every rank
+// exits 0. A rank that fails after MPI is up aborts the whole group.
 #include <pthread.h>
 #include <signal.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -36,6 +51,10 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "worker/tp/communicator.h"
+#include "worker/tp/mpi_communicator.h"
+#include "worker/tp/mpi_thread_queue.h"
+#include "worker/tp/step_broadcaster.h"
 #include "worker/worker_service.h"
 
 ABSL_FLAG(std::string, model, "", "Path of the GGUF model");
@@ -55,9 +74,26 @@ constexpr char kServiceName[] = "tandem.v1.TargetWorker";
 // sequences in one step exceed gRPC's 4 MiB default.
 constexpr int kMaxMessageBytes = 256 << 20;
 
+// Set once this process is one rank of several: a failing rank then aborts
+// the group, since the others would wait in a collective forever.
+bool g_in_group = false;
+int g_rank = 0;
+
 int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "tandem-worker: %s\n", status.ToString().c_str());
+  std::fprintf(stderr, "tandem-worker%s: %s\n",
+               g_in_group ? absl::StrFormat(" rank %d", g_rank).c_str() : "",
+               status.ToString().c_str());
+  if (g_in_group) MPI_Abort(MPI_COMM_WORLD, 1);
   return 1;
+}
+
+// Whether an MPI launcher (Open MPI's mpirun, or a PMI/PMIx one) started this
+// process. Without one the worker never touches MPI: a group of one.
+bool LaunchedByMpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
 }
 
 // Resolves the KV cache size in blocks from --kv-blocks or --kv-cache-bytes.
@@ -97,6 +133,19 @@ int main(int argc, char** argv) {
   sigaddset(&shutdown_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
 
+  std::unique_ptr<tandem::tp::MpiSession> mpi_session;
+  std::unique_ptr<tandem::tp::Communicator> comm;
+  if (LaunchedByMpi()) {
+    mpi_session = std::make_unique<tandem::tp::MpiSession>(&argc, &argv);
+    comm = std::make_unique<tandem::tp::MpiCommunicator>();
+  } else {
+    comm = std::make_unique<tandem::tp::SingleProcessCommunicator>();
+  }
+  const int rank = comm->rank();
+  const int world_size = comm->world_size();
+  g_in_group = world_size > 1;
+  g_rank = rank;
+
   absl::SetProgramUsageMessage(
       "tandem-worker --model PATH [--host H] [--port P] [--kv-cache-bytes N | --kv-blocks N] "
       "[--block-size N] [--threads N] [--precision fast|reference]");
@@ -128,6 +177,11 @@ int main(int argc, char** argv) {
   }
   tandem::model::ModelOptions model_options;
   model_options.num_threads = threads;
+  if (world_size > 1) {
+    model_options.tp_rank = rank;
+    model_options.tp_world_size = world_size;
+    model_options.communicator = comm.get();
+  }
   const std::string precision = absl::GetFlag(FLAGS_precision);
   if (precision == "reference") {
     model_options.precision = tandem::model::Precision::kReference;
@@ -152,8 +206,17 @@ int main(int argc, char** argv) {
   absl::StatusOr<int32_t> num_blocks = NumKvBlocks(**model, block_size);
   if (!num_blocks.ok()) return Fail(num_blocks.status());
   exec_config.num_blocks = *num_blocks;
+  if (rank != 0) {
+    absl::Status followed = tandem::tp::RunFollower(model->get(), exec_config, comm.get());
+    if (!followed.ok()) return Fail(followed);
+    return 0;
+  }
+  // Rank 0 of a group: collectives run on this (the main) thread.
+  std::unique_ptr<tandem::tp::MpiThreadQueue> mpi_thread;
+  if (world_size > 1) mpi_thread = std::make_unique<tandem::tp::MpiThreadQueue>();
   absl::StatusOr<std::unique_ptr<tandem::worker::TargetWorkerService>> service =
-      tandem::worker::TargetWorkerService::Create(model->get(), exec_config);
+      tandem::worker::TargetWorkerService::Create(model->get(), exec_config, comm.get(),
+                                                  mpi_thread.get());
   if (!service.ok()) return Fail(service.status());
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -173,22 +236,39 @@ int main(int argc, char** argv) {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(true);
   health->SetServingStatus(kServiceName, true);
-  std::fprintf(stderr, "tandem-worker: model %s, %d KV blocks of %d tokens, precision %s\n",
+  std::fprintf(stderr,
+               "tandem-worker: model %s, %d KV blocks of %d tokens, precision %s, "
+               "tensor-parallel size %d\n",
                (*model)->config().name.c_str(), exec_config.num_blocks, block_size,
-               precision.c_str());
+               precision.c_str(), world_size);
   std::printf("tandem-worker listening on %s\n",
               absl::StrFormat(host.find(':') != std::string::npos ? "[%s]:%d" : "%s:%d", host,
                               selected_port)
                   .c_str());
   std::fflush(stdout);
 
-  int signal_number = 0;
-  sigwait(&shutdown_signals, &signal_number);
-  std::fprintf(stderr, "tandem-worker: signal %d, draining\n", signal_number);
-  health->SetServingStatus(false);  // every service → NOT_SERVING
-  (*service)->SetServing(false);
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  server->Wait();
+  auto wait_and_drain = [&] {
+    int signal_number = 0;
+    sigwait(&shutdown_signals, &signal_number);
+    std::fprintf(stderr, "tandem-worker: signal %d, draining\n", signal_number);
+    health->SetServingStatus(false);  // every service → NOT_SERVING
+    (*service)->SetServing(false);
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    server->Wait();
+  };
+  if (mpi_thread == nullptr) {
+    wait_and_drain();
+  } else {
+    std::thread signal_thread([&] {
+      wait_and_drain();
+      mpi_thread->Stop();  // handlers are done: Loop runs what is queued and returns
+    });
+    mpi_thread->Loop();
+    signal_thread.join();
+    absl::Status sent =
+        tandem::tp::BroadcastEnvelope(comm.get(), tandem::tp::EnvelopeKind::kShutdown);
+    if (!sent.ok()) return Fail(sent);
+  }
   std::fprintf(stderr, "tandem-worker: stopped\n");
   return 0;
 }

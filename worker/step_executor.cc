@@ -77,6 +77,14 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
     f.num_logits = s.sample ? 1 : 0;
     batch_.push_back(f);
   }
+  if (!config_.sample) {
+    auto forward_start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(model_->Forward(batch_, *storage_, nullptr));
+    result.timings.forward_ms = MillisSince(forward_start);
+    for (const SequenceStep& s : plan.sequences) result.timings.num_tokens += s.tokens.size();
+    result.timings.total_ms = MillisSince(start);
+    return result;
+  }
   const int64_t vocab = model_->config().vocab_size;
   const int64_t rows = model::Model::NumLogitRows(batch_);
   logits_.resize(std::max<int64_t>(1, rows) * vocab);

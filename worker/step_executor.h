@@ -25,6 +25,10 @@ struct StepExecutorConfig {
   // Ids that end generation (EOS and end-of-turn tokens): masked while a
   // sequence is below its min_tokens.
   std::vector<int32_t> eos_token_ids;
+  // false on tensor-parallel ranks other than 0: Execute runs the forward
+  // (its shard, taking part in the collectives) without the output head and
+  // samples nothing, returning no per-sequence results.
+  bool sample = true;
 };
 
 class StepExecutor {

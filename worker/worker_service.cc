@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "worker/tp/step_broadcaster.h"
 
 namespace tandem::worker {
 namespace {
@@ -44,15 +45,19 @@ grpc::Status NotServing() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TargetWorkerService>> TargetWorkerService::Create(
-    model::Model* model, const StepExecutorConfig& config) {
+    model::Model* model, const StepExecutorConfig& config, tp::Communicator* comm,
+    tp::MpiThreadQueue* mpi_thread) {
   ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, StepExecutor::Create(model, config));
   return std::unique_ptr<TargetWorkerService>(
-      new TargetWorkerService(model, config, std::move(executor)));
+      new TargetWorkerService(model, config, std::move(executor), comm, mpi_thread));
 }
 
 TargetWorkerService::TargetWorkerService(model::Model* model, const StepExecutorConfig& config,
-                                         std::unique_ptr<StepExecutor> executor)
+                                         std::unique_ptr<StepExecutor> executor,
+                                         tp::Communicator* comm, tp::MpiThreadQueue* mpi_thread)
     : model_(model),
+      comm_(comm),
+      mpi_thread_(mpi_thread),
       config_(config),
       decoder_config_{model->config().vocab_size, config.num_blocks, config.block_size},
       decoder_(std::make_unique<StepDecoder>(decoder_config_)),
@@ -67,7 +72,7 @@ grpc::Status TargetWorkerService::Info(grpc::ServerContext* context,
   response->set_context_length(mc.context_length);
   response->set_num_blocks(config_.num_blocks);
   response->set_block_size(config_.block_size);
-  response->set_tensor_parallel_size(1);
+  response->set_tensor_parallel_size(comm_ == nullptr ? 1 : comm_->world_size());
   for (int32_t id : config_.eos_token_ids) response->add_eos_token_ids(id);
   return grpc::Status::OK;
 }
@@ -76,6 +81,22 @@ grpc::Status TargetWorkerService::Reset(grpc::ServerContext* context,
                                         const tandem::v1::ResetRequest* request,
                                         tandem::v1::ResetResponse* response) {
   absl::MutexLock lock(&mutex_);
+  return OnMpiThread([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return ResetLocked(); });
+}
+
+grpc::Status TargetWorkerService::OnMpiThread(absl::AnyInvocable<grpc::Status()> body) {
+  if (mpi_thread_ == nullptr) return body();
+  grpc::Status status;
+  if (!mpi_thread_->Run([&status, &body] { status = body(); })) return NotServing();
+  return status;
+}
+
+grpc::Status TargetWorkerService::ResetLocked() {
+  // The other ranks reset too; a failed broadcast leaves the group unusable.
+  if (absl::Status sent = tp::BroadcastEnvelope(comm_, tp::EnvelopeKind::kReset); !sent.ok()) {
+    has_executor_.store(false);
+    return ToGrpcStatus(sent);
+  }
   // Drop the old executor first so its KV mapping is released before the new
   // one is made: peak memory stays at one cache.
   executor_.reset();
@@ -98,20 +119,37 @@ grpc::Status TargetWorkerService::Step(grpc::ServerContext* context,
                                        tandem::v1::StepResponse* response) {
   if (!serving_.load()) return NotServing();
   absl::MutexLock lock(&mutex_);
+  return OnMpiThread(
+      [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return StepLocked(*request, response); });
+}
+
+grpc::Status TargetWorkerService::StepLocked(const tandem::v1::StepRequest& request,
+                                             tandem::v1::StepResponse* response) {
   if (executor_ == nullptr) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         "worker has no executor (a Reset failed); restart the worker");
   }
-  absl::StatusOr<StepPlan> plan = decoder_->Decode(*request);
+  absl::StatusOr<StepPlan> plan = decoder_->Decode(request);
   if (!plan.ok()) {
     // Decode checks everything before changing state, so the worker is as it
     // was; still INVALID_ARGUMENT, as the coordinator's encoder has moved on.
+    // Nothing was broadcast: the other ranks never see a rejected plan.
     return ToGrpcStatus(plan.status());
+  }
+  // Only a plan rank 0 decoded is sent, so every rank decodes the same one.
+  if (comm_ != nullptr && comm_->world_size() > 1) {
+    absl::Status sent =
+        tp::BroadcastEnvelope(comm_, tp::EnvelopeKind::kStep, request.SerializeAsString());
+    if (!sent.ok()) {
+      has_executor_.store(false);  // the group is out of step: only a restart helps
+      executor_.reset();
+      return ToGrpcStatus(sent);
+    }
   }
   absl::StatusOr<StepResult> result = executor_->Execute(*plan);
   num_sequences_.store(decoder_->num_sequences());
   if (!result.ok()) return ToGrpcStatus(result.status());
-  last_step_id_.store(request->step_id());
+  last_step_id_.store(request.step_id());
   StepResultToProto(*result, response);
   return grpc::Status::OK;
 }

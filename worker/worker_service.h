@@ -1,5 +1,5 @@
 // TargetWorkerService: the tandem.v1.TargetWorker gRPC service of one target
-// worker group (rank 0; TP = 1 for now). It owns the group's StepDecoder
+// worker group (rank 0 of the tensor-parallel group). It owns the group's StepDecoder
 // (which turns the coordinator's diff-carrying StepRequests back into full
 // StepPlans) and StepExecutor (KV storage, sequence histories, sampler), and
 // is the one place where their absl::Status errors become gRPC codes
@@ -9,6 +9,9 @@
 // Steps are sequential by protocol; `mutex_` serializes Step and Reset anyway
 // so a misbehaving client cannot run two forwards at once. Info and Health
 // never wait for a running step: Health reads atomics the step updates.
+// With a tensor-parallel group (world size > 1), Step and Reset hand their
+// work to the MPI thread (MpiThreadQueue) and broadcast each accepted plan
+// (worker/tp/step_broadcaster.h) before running their own shard.
 #ifndef TANDEM_WORKER_WORKER_SERVICE_H_
 #define TANDEM_WORKER_WORKER_SERVICE_H_
 
@@ -19,12 +22,15 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/model/model.h"
 #include "tandem/v1/worker.grpc.pb.h"
 #include "worker/step_codec.h"
 #include "worker/step_executor.h"
+#include "worker/tp/communicator.h"
+#include "worker/tp/mpi_thread_queue.h"
 
 namespace tandem::worker {
 
@@ -34,8 +40,12 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
   // decoder for `model`, which must outlive the service. Fails as
   // StepExecutor::Create does (bad geometry, storage over the memory limit).
   // The service starts serving; see SetServing.
+  // `comm` (rank 0 of the group) and `mpi_thread` (where collectives must
+  // run) may be null for a group of one; otherwise both must outlive the
+  // service, and Step/Reset broadcast to the other ranks on `mpi_thread`.
   static absl::StatusOr<std::unique_ptr<TargetWorkerService>> Create(
-      model::Model* model, const StepExecutorConfig& config);
+      model::Model* model, const StepExecutorConfig& config, tp::Communicator* comm = nullptr,
+      tp::MpiThreadQueue* mpi_thread = nullptr);
 
   TargetWorkerService(const TargetWorkerService&) = delete;
   TargetWorkerService& operator=(const TargetWorkerService&) = delete;
@@ -61,9 +71,19 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
 
  private:
   TargetWorkerService(model::Model* model, const StepExecutorConfig& config,
-                      std::unique_ptr<StepExecutor> executor);
+                      std::unique_ptr<StepExecutor> executor, tp::Communicator* comm,
+                      tp::MpiThreadQueue* mpi_thread);
+
+  // Runs `body` on the MPI thread when there is one (UNAVAILABLE once it has
+  // stopped), else here.
+  grpc::Status OnMpiThread(absl::AnyInvocable<grpc::Status()> body);
+  grpc::Status ResetLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  grpc::Status StepLocked(const tandem::v1::StepRequest& request,
+                          tandem::v1::StepResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   model::Model* const model_;
+  tp::Communicator* const comm_;        // null: a group of one
+  tp::MpiThreadQueue* const mpi_thread_;  // null: run in the handler's thread
   const StepExecutorConfig config_;
   const StepDecoderConfig decoder_config_;
   std::atomic<bool> serving_{true};

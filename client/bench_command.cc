@@ -1,0 +1,358 @@
+#include "client/bench_command.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "client/bench_stats.h"
+#include "client/bench_workload.h"
+#include "client/inference_client.h"
+#include "nlohmann/json.hpp"
+
+namespace tandem::client {
+namespace {
+
+namespace pb = tandem::v1;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int32_t kMaxConcurrency = 4096;
+constexpr int32_t kMaxNumRequests = 1000000;
+constexpr double kMaxRequestRate = 1e6;
+// Open loop: requests in flight at once at most (a request that arrives while
+// all are busy is sent when one frees; its latency counts from then).
+constexpr int32_t kMaxRateWorkers = 1024;
+constexpr int32_t kModelInfoTimeoutS = 30;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// What one request measured on the client.
+struct RequestRecord {
+  bool ok = false;
+  std::string error;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double ttft_s = 0;  // send → first token (only when output_tokens > 0)
+  double e2e_s = 0;   // send → end of stream
+  std::vector<double> itl_s;  // gaps between successive token-carrying messages
+};
+
+RequestRecord RunRequest(pb::Inference::Stub& stub, const JsonRequest& request,
+                         int32_t timeout_s) {
+  RequestRecord rec;
+  const pb::GenerateRequest proto = GenerateRequestProto(request);
+  grpc::ClientContext context;
+  SetDeadline(context, timeout_s);
+  const Clock::time_point start = Clock::now();
+  Clock::time_point last_token;
+  std::unique_ptr<grpc::ClientReader<pb::GenerateStreamResponse>> reader =
+      stub.GenerateStream(&context, proto);
+  pb::GenerateStreamResponse msg;
+  while (reader->Read(&msg)) {
+    const Clock::time_point now = Clock::now();
+    int64_t tokens = 0;
+    for (const pb::CompletionDelta& d : msg.deltas()) tokens += d.token_ids_size();
+    if (tokens > 0) {
+      if (rec.output_tokens == 0) {
+        rec.ttft_s = Seconds(now - start);
+      } else {
+        rec.itl_s.push_back(Seconds(now - last_token));
+      }
+      last_token = now;
+      rec.output_tokens += tokens;
+    }
+    if (msg.has_usage() && msg.usage().prompt_tokens() > 0) {
+      rec.input_tokens = msg.usage().prompt_tokens();
+    }
+    if (!msg.error().empty()) rec.error = msg.error();
+  }
+  const grpc::Status status = reader->Finish();
+  rec.e2e_s = Seconds(Clock::now() - start);
+  if (!status.ok()) {
+    rec.error = DescribeGrpcStatus(status);
+  }
+  if (rec.input_tokens == 0 && request.prompt_token_ids) {
+    rec.input_tokens = static_cast<int64_t>(request.prompt_token_ids->size());
+  }
+  rec.ok = rec.error.empty();
+  return rec;
+}
+
+absl::Status Validate(const BenchOptions& o) {
+  if (o.addr.empty()) return absl::InvalidArgumentError("--addr HOST:PORT is required");
+  const bool closed = o.concurrency != 0;
+  const bool open = o.request_rate != 0;
+  if (closed == open) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "give exactly one of --concurrency (got %d) or --request-rate (got %g)", o.concurrency,
+        o.request_rate));
+  }
+  if (closed && (o.concurrency < 1 || o.concurrency > kMaxConcurrency)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--concurrency %d is out of range: must be in [1, %d]", o.concurrency, kMaxConcurrency));
+  }
+  if (open && !(o.request_rate > 0 && o.request_rate <= kMaxRequestRate)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--request-rate %g is out of range: must be in (0, %g]", o.request_rate,
+        kMaxRequestRate));
+  }
+  if (o.num_requests < 1 || o.num_requests > kMaxNumRequests) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--num-requests %d is out of range: must be in [1, %d]", o.num_requests,
+        kMaxNumRequests));
+  }
+  if (o.output_len < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--output-len %d is out of range: must be >= 1", o.output_len));
+  }
+  if (!o.dataset.empty() && o.shared_prefix_len != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--shared-prefix-len %d applies only to random prompts, not with --dataset",
+        o.shared_prefix_len));
+  }
+  if (o.timeout_s < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--timeout-s %d is out of range: must be >= 0", o.timeout_s));
+  }
+  return absl::OkStatus();
+}
+
+// Closed loop: `concurrency` clients, each sending its next request when the
+// previous one ends.
+void RunClosedLoop(pb::Inference::Stub& stub, const std::vector<JsonRequest>& requests,
+                   const BenchOptions& o, std::vector<RequestRecord>& records) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  const size_t num_threads = std::min<size_t>(o.concurrency, requests.size());
+  for (size_t t = 0; t < num_threads; ++t) {
+    threads.emplace_back([&] {
+      for (size_t i = next.fetch_add(1); i < requests.size(); i = next.fetch_add(1)) {
+        records[i] = RunRequest(stub, requests[i], o.timeout_s);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+// Open loop: request i is released at the sum of i + 1 exponential gaps of
+// mean 1 / request_rate (a Poisson process), whatever the server's pace.
+void RunOpenLoop(pb::Inference::Stub& stub, const std::vector<JsonRequest>& requests,
+                 const BenchOptions& o, std::vector<RequestRecord>& records) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<size_t> released;
+  bool done = false;
+  std::vector<std::thread> workers;
+  const size_t num_workers = std::min<size_t>(kMaxRateWorkers, requests.size());
+  for (size_t t = 0; t < num_workers; ++t) {
+    workers.emplace_back([&] {
+      for (;;) {
+        size_t i;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return done || !released.empty(); });
+          if (released.empty()) return;
+          i = released.front();
+          released.pop_front();
+        }
+        records[i] = RunRequest(stub, requests[i], o.timeout_s);
+      }
+    });
+  }
+  std::mt19937_64 rng(o.seed ^ 0x9e3779b97f4a7c15ull);  // independent of the prompts' stream
+  std::exponential_distribution<double> gap(o.request_rate);
+  const Clock::time_point start = Clock::now();
+  double at_s = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    at_s += gap(rng);
+    std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(at_s)));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      released.push_back(i);
+    }
+    cv.notify_one();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  for (std::thread& t : workers) t.join();
+}
+
+json SummaryJson(const LatencySummary& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
+}
+
+LatencySummary ToMs(std::vector<double> seconds) {
+  for (double& v : seconds) v *= 1000.0;
+  return Summarize(std::move(seconds));
+}
+
+json Report(const BenchOptions& o, const std::vector<RequestRecord>& records, double duration_s) {
+  int64_t failed = 0, input_tokens = 0, output_tokens = 0;
+  std::vector<double> ttft, tpot, itl, e2e;
+  for (const RequestRecord& r : records) {
+    if (!r.ok) {
+      ++failed;
+      continue;
+    }
+    input_tokens += r.input_tokens;
+    output_tokens += r.output_tokens;
+    e2e.push_back(r.e2e_s);
+    if (r.output_tokens > 0) ttft.push_back(r.ttft_s);
+    if (r.output_tokens > 1) {
+      tpot.push_back((r.e2e_s - r.ttft_s) / static_cast<double>(r.output_tokens - 1));
+    }
+    itl.insert(itl.end(), r.itl_s.begin(), r.itl_s.end());
+  }
+  const int64_t completed = static_cast<int64_t>(records.size()) - failed;
+  const double d = duration_s > 0 ? duration_s : 1e-9;
+  json j;
+  j["num_requests"] = records.size();
+  j["num_completed"] = completed;
+  j["num_failed"] = failed;
+  j["duration_s"] = duration_s;
+  j["request_throughput"] = static_cast<double>(completed) / d;
+  j["output_tokens_per_s"] = static_cast<double>(output_tokens) / d;
+  j["input_tokens"] = input_tokens;
+  j["output_tokens"] = output_tokens;
+  j["ttft_ms"] = SummaryJson(ToMs(ttft));
+  j["tpot_ms"] = SummaryJson(ToMs(tpot));
+  j["itl_ms"] = SummaryJson(ToMs(itl));
+  j["e2e_ms"] = SummaryJson(ToMs(e2e));
+  j["options"] = {{"addr", o.addr},
+                  {"concurrency", o.concurrency},
+                  {"request_rate", o.request_rate},
+                  {"num_requests", o.num_requests},
+                  {"input_len", o.input_len},
+                  {"output_len", o.output_len},
+                  {"dataset", o.dataset},
+                  {"shared_prefix_len", o.shared_prefix_len},
+                  {"seed", o.seed},
+                  {"timeout_s", o.timeout_s}};
+  return j;
+}
+
+void PrintTable(const json& r) {
+  std::printf("============ tandem bench ============\n");
+  std::printf("%-32s %lld / %lld\n", "Requests (completed / failed):",
+              r["num_completed"].get<long long>(), r["num_failed"].get<long long>());
+  std::printf("%-32s %.3f\n", "Duration (s):", r["duration_s"].get<double>());
+  std::printf("%-32s %lld\n", "Input tokens:", r["input_tokens"].get<long long>());
+  std::printf("%-32s %lld\n", "Output tokens:", r["output_tokens"].get<long long>());
+  std::printf("%-32s %.3f\n", "Request throughput (req/s):",
+              r["request_throughput"].get<double>());
+  std::printf("%-32s %.2f\n", "Output throughput (tok/s):",
+              r["output_tokens_per_s"].get<double>());
+  std::printf("%-10s %12s %12s %12s %12s\n", "(ms)", "mean", "p50", "p90", "p99");
+  for (const char* key : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
+    const json& s = r[key];
+    std::string name(key);
+    name = name.substr(0, name.size() - 3);
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    std::printf("%-10s %12.2f %12.2f %12.2f %12.2f\n", name.c_str(), s["mean"].get<double>(),
+                s["p50"].get<double>(), s["p90"].get<double>(), s["p99"].get<double>());
+  }
+  std::printf("======================================\n");
+  std::fflush(stdout);
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "tandem bench: %s\n", message.c_str());
+  return 1;
+}
+
+int Fail(const absl::Status& status) {
+  return Fail(absl::StrFormat("%s: %s", absl::StatusCodeToString(status.code()),
+                              status.message()));
+}
+
+}  // namespace
+
+int BenchCommand(const BenchOptions& o) {
+  if (absl::Status s = Validate(o); !s.ok()) return Fail(s);
+
+  // Open the report first so a bad path fails before the run, not after.
+  std::ofstream out;
+  if (!o.out.empty()) {
+    out.open(o.out);
+    if (!out) return Fail(absl::StrFormat("cannot write report file '%s'", o.out));
+  }
+
+  std::unique_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
+  pb::ModelInfoResponse info;
+  {
+    grpc::ClientContext context;
+    SetDeadline(context, o.timeout_s > 0 ? std::min(o.timeout_s, kModelInfoTimeoutS)
+                                         : kModelInfoTimeoutS);
+    const grpc::Status status = stub->ModelInfo(&context, pb::ModelInfoRequest(), &info);
+    if (!status.ok()) {
+      return Fail(absl::StrFormat("cannot reach the coordinator at %s: %s", o.addr,
+                                  DescribeGrpcStatus(status)));
+    }
+  }
+
+  absl::StatusOr<std::vector<JsonRequest>> requests;
+  if (o.dataset.empty()) {
+    if (info.context_length() > 0 &&
+        static_cast<int64_t>(o.input_len) + o.output_len > info.context_length()) {
+      return Fail(absl::StrFormat(
+          "INVALID_ARGUMENT: --input-len %d + --output-len %d exceeds the model's context "
+          "length %d",
+          o.input_len, o.output_len, info.context_length()));
+    }
+    requests = RandomRequests({.num_requests = o.num_requests,
+                               .input_len = o.input_len,
+                               .output_len = o.output_len,
+                               .shared_prefix_len = o.shared_prefix_len,
+                               .vocab_size = info.vocab_size(),
+                               .seed = o.seed});
+  } else {
+    requests = DatasetRequests(o.dataset, o.num_requests, o.output_len);
+  }
+  if (!requests.ok()) return Fail(requests.status());
+
+  std::vector<RequestRecord> records(requests->size());
+  const Clock::time_point start = Clock::now();
+  if (o.concurrency > 0) {
+    RunClosedLoop(*stub, *requests, o, records);
+  } else {
+    RunOpenLoop(*stub, *requests, o, records);
+  }
+  const double duration_s = Seconds(Clock::now() - start);
+
+  const json report = Report(o, records, duration_s);
+  PrintTable(report);
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (!records[i].ok) {
+      std::fprintf(stderr, "tandem bench: %lld of %zu requests failed; first: request %zu: %s\n",
+                   report["num_failed"].get<long long>(), records.size(), i + 1,
+                   records[i].error.c_str());
+      break;
+    }
+  }
+  if (out.is_open()) {
+    out << report.dump(2) << "\n";
+    out.close();
+    if (!out) return Fail(absl::StrFormat("cannot write report file '%s'", o.out));
+  }
+  if (report["num_completed"].get<int64_t>() == 0) {
+    return Fail(absl::StrFormat("all %zu requests failed", records.size()));
+  }
+  return 0;
+}
+
+}  // namespace tandem::client

@@ -1,0 +1,39 @@
+// `tandem bench`: a load generator for tandem-coordinator. Sends
+// `num_requests` streaming requests (Inference.GenerateStream) either from
+// `concurrency` closed-loop clients or as Poisson arrivals at `request_rate`
+// per second, with random token prompts (`input_len` ids, the first
+// `shared_prefix_len` common to all, `output_len` tokens each, EOS ignored) or
+// the requests of a JSONL `dataset`. Measures on the client, per request: time
+// to first token, inter-token latencies, time per output token and end-to-end
+// latency; prints a table and, with `out`, writes the same numbers as JSON.
+#ifndef TANDEM_CLIENT_BENCH_COMMAND_H_
+#define TANDEM_CLIENT_BENCH_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+
+namespace tandem::client {
+
+struct BenchOptions {
+  std::string addr;               // the coordinator, HOST:PORT (required)
+  int32_t concurrency = 0;        // closed loop: requests in flight, [1, 4096]
+  double request_rate = 0;        // open loop: Poisson arrivals per second, (0, 1e6]
+  int32_t num_requests = 100;     // [1, 1000000]
+  int32_t input_len = 128;        // random prompts: tokens per prompt, >= 1
+  int32_t output_len = 128;       // tokens generated per request (dataset: the default max_tokens)
+  std::string dataset;            // JSONL requests (cycled to num_requests); replaces random prompts
+  int32_t shared_prefix_len = 0;  // random prompts: leading ids shared by all, [0, input_len]
+  uint64_t seed = 0;              // prompts and arrival gaps
+  std::string out;                // JSON report path; empty = none
+  int32_t timeout_s = 600;        // per-request deadline; 0 = none
+};
+
+// Returns the process exit code: 0 when the run completed (failed requests are
+// counted in the report, and the first failure is printed to stderr), 1 on bad
+// options, an unreachable coordinator, an unwritable report or when every
+// request failed.
+int BenchCommand(const BenchOptions& options);
+
+}  // namespace tandem::client
+
+#endif  // TANDEM_CLIENT_BENCH_COMMAND_H_

@@ -1,0 +1,234 @@
+#include "client/up_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "client/health_command.h"
+#include "client/process.h"
+
+namespace tandem::client {
+namespace {
+
+constexpr absl::Duration kStartupTimeout = absl::Seconds(120);
+constexpr absl::Duration kHealthTimeout = absl::Seconds(10);
+constexpr int32_t kMaxTp = 1024;
+
+// Stderr message prefix.
+void Log(const std::string& message) {
+  std::fprintf(stderr, "tandem up: %s\n", message.c_str());
+}
+
+int Fail(const absl::Status& status) {
+  Log(status.ToString());
+  return 1;
+}
+
+absl::Status Validate(const UpOptions& o) {
+  if (o.model.empty()) return absl::InvalidArgumentError("--model PATH is required");
+  if (o.tp < 1 || o.tp > kMaxTp) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--tp %d is out of range: must be in [1, %d]", o.tp, kMaxTp));
+  }
+  if (o.port < 0 || o.port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--port %d is out of range: must be in [0, 65535]", o.port));
+  }
+  if (o.grace_s < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--grace-s %d is out of range: must be >= 1", o.grace_s));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> SelfDirectory() {
+  char path[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return absl::InternalError("cannot read /proc/self/exe to find --bin-dir");
+  const std::string exe(path, static_cast<size_t>(n));
+  return exe.substr(0, exe.rfind('/'));
+}
+
+// The address from "<name> listening on HOST:PORT".
+absl::StatusOr<std::string> ParseListeningLine(const std::string& name, const std::string& line) {
+  const std::string prefix = name + " listening on ";
+  if (!absl::StartsWith(line, prefix) || line.size() == prefix.size()) {
+    return absl::InternalError(absl::StrFormat(
+        "%s printed '%s' where '%sHOST:PORT' was expected", name, line, prefix));
+  }
+  return line.substr(prefix.size());
+}
+
+// The address a process on this machine connects to: the listener's, with a
+// wildcard host replaced by loopback.
+std::string DialAddress(const std::string& listen) {
+  for (const char* any : {"0.0.0.0:", "[::]:"}) {
+    if (absl::StartsWith(listen, any)) return "127.0.0.1:" + listen.substr(std::strlen(any));
+  }
+  return listen;
+}
+
+bool ShutdownSignalPending() {
+  sigset_t pending;
+  sigpending(&pending);
+  return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+}
+
+// Starts `argv`, waits for its listening line and for health SERVING.
+// On failure the child is stopped (the unique_ptr is dropped).
+absl::StatusOr<std::unique_ptr<ChildProcess>> StartServer(const std::vector<std::string>& argv,
+                                                          const std::string& name,
+                                                          std::string* address) {
+  Log("starting " + absl::StrJoin(argv, " "));
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(argv);
+  if (!child.ok()) return child.status();
+  absl::StatusOr<std::string> line =
+      (*child)->ReadLine(absl::Now() + kStartupTimeout, ShutdownSignalPending);
+  if (!line.ok()) {
+    if (absl::IsDeadlineExceeded(line.status())) {
+      return absl::DeadlineExceededError(
+          absl::StrFormat("%s did not come up within %s: %s", name,
+                          absl::FormatDuration(kStartupTimeout), line.status().message()));
+    }
+    return line.status();
+  }
+  (*child)->StartForwardingOutput();
+  absl::StatusOr<std::string> listen = ParseListeningLine(name, *line);
+  if (!listen.ok()) return listen.status();
+  *address = DialAddress(*listen);
+  absl::StatusOr<std::string> health = CheckHealth(*address, "", absl::Now() + kHealthTimeout);
+  if (!health.ok()) return health.status();
+  if (*health != "SERVING") {
+    return absl::UnavailableError(
+        absl::StrFormat("%s at %s reports health %s, expected SERVING", name, *address, *health));
+  }
+  return child;
+}
+
+// Stops the coordinator first (it drains in-flight requests and stops
+// calling the workers), then the worker group. Returns false when some
+// process had to be killed.
+bool StopAll(std::unique_ptr<ChildProcess>& coordinator, std::unique_ptr<ChildProcess>& workers,
+             absl::Duration grace) {
+  bool clean = true;
+  for (std::unique_ptr<ChildProcess>* p : {&coordinator, &workers}) {
+    if (*p == nullptr) continue;
+    const bool was_running = !(*p)->Poll().has_value();
+    if (!(*p)->Stop(grace)) {
+      clean = false;
+      Log(absl::StrFormat("%s (pid %d) did not exit within %s of SIGTERM: killed", (*p)->name(),
+                          (*p)->pid(), absl::FormatDuration(grace)));
+    } else if (was_running) {
+      Log(absl::StrFormat("%s (pid %d) stopped: %s", (*p)->name(), (*p)->pid(),
+                          DescribeWaitStatus(*(*p)->wait_status())));
+    }
+    p->reset();
+  }
+  return clean;
+}
+
+}  // namespace
+
+int UpCommand(const UpOptions& o) {
+  if (absl::Status s = Validate(o); !s.ok()) {
+    Log(s.ToString());
+    return 2;
+  }
+  // Before any child or thread exists: SIGINT/SIGTERM/SIGCHLD are taken only
+  // by sigtimedwait() below (children reset their mask in ChildProcess).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::string bin_dir = o.bin_dir;
+  if (bin_dir.empty()) {
+    absl::StatusOr<std::string> self = SelfDirectory();
+    if (!self.ok()) return Fail(self.status());
+    bin_dir = *self;
+  }
+  absl::StatusOr<std::string> worker_bin = FindExecutable(bin_dir + "/tandem-worker");
+  if (!worker_bin.ok()) return Fail(worker_bin.status());
+  absl::StatusOr<std::string> coordinator_bin = FindExecutable(bin_dir + "/tandem-coordinator");
+  if (!coordinator_bin.ok()) return Fail(coordinator_bin.status());
+
+  std::vector<std::string> worker_argv;
+  if (o.tp > 1) {
+    absl::StatusOr<std::string> mpirun = FindExecutable(o.mpirun);
+    if (!mpirun.ok()) {
+      return Fail(absl::NotFoundError(absl::StrFormat(
+          "--tp %d needs MPI, but --mpirun %s: %s", o.tp, o.mpirun, mpirun.status().message())));
+    }
+    // mpirun forwards SIGTERM to every rank, so signalling its process group
+    // drains the whole worker group.
+    worker_argv = {*mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
+                   absl::StrFormat("%d", o.tp)};
+  }
+  worker_argv.insert(worker_argv.end(), {*worker_bin, "--model", o.model, "--port", "0"});
+  worker_argv.insert(worker_argv.end(), o.worker_args.begin(), o.worker_args.end());
+
+  const absl::Duration grace = absl::Seconds(o.grace_s);
+  std::unique_ptr<ChildProcess> workers;
+  std::unique_ptr<ChildProcess> coordinator;
+  std::string worker_address;
+  std::string coordinator_address;
+  {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> w =
+        StartServer(worker_argv, "tandem-worker", &worker_address);
+    if (!w.ok()) return Fail(w.status());
+    workers = *std::move(w);
+  }
+  {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> c = StartServer(
+        {*coordinator_bin, "--model", o.model, "--worker", worker_address, "--port",
+         absl::StrFormat("%d", o.port)},
+        "tandem-coordinator", &coordinator_address);
+    if (!c.ok()) {
+      StopAll(coordinator, workers, grace);
+      return Fail(c.status());
+    }
+    coordinator = *std::move(c);
+  }
+  // TODO(cluster): start the draft worker pool here once tandem-draft exists.
+
+  std::printf("tandem up: serving on %s\n", coordinator_address.c_str());
+  std::fflush(stdout);
+
+  while (true) {
+    // A timeout as well as SIGCHLD: a child's exit is noticed even if its
+    // SIGCHLD merged with an earlier one.
+    struct timespec one_second = {1, 0};
+    const int sig = sigtimedwait(&signals, nullptr, &one_second);
+    if (sig == SIGINT || sig == SIGTERM) {
+      Log(absl::StrFormat("%s received: stopping the coordinator, then the workers",
+                          strsignal(sig)));
+      StopAll(coordinator, workers, grace);
+      Log("stopped");
+      return 0;
+    }
+    for (ChildProcess* p : {coordinator.get(), workers.get()}) {
+      if (std::optional<int> status = p->Poll(); status.has_value()) {
+        Log(absl::StrFormat("%s (pid %d) exited unexpectedly with %s: stopping the rest",
+                            p->name(), p->pid(), DescribeWaitStatus(*status)));
+        StopAll(coordinator, workers, grace);
+        return 1;
+      }
+    }
+  }
+}
+
+}  // namespace tandem::client

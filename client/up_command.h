@@ -1,0 +1,40 @@
+// `tandem up`: a whole cluster on 127.0.0.1 in the foreground. Starts one
+// target worker group (tandem-worker; under mpirun when tp > 1), then
+// tandem-coordinator connected to it, waits until both answer grpc.health.v1
+// SERVING, prints "tandem up: serving on HOST:PORT" and stays until SIGINT or
+// SIGTERM (or until a process exits on its own). Shutdown drains in order:
+// the coordinator first (it finishes in-flight requests), then the workers;
+// whatever outlives the grace period is killed.
+//
+// The draft worker pool of the cluster design does not exist yet
+// (tandem-draft is not built); `tandem up` starts none for now.
+#ifndef TANDEM_CLIENT_UP_COMMAND_H_
+#define TANDEM_CLIENT_UP_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tandem::client {
+
+struct UpOptions {
+  std::string model;  // GGUF model path, required
+  int32_t tp = 2;     // tensor-parallel ranks of the worker group, >= 1
+  int32_t port = 0;   // the coordinator's port; 0 = the OS picks one
+  // Where tandem-worker and tandem-coordinator live; "" = the directory of
+  // this executable (/proc/self/exe).
+  std::string bin_dir;
+  std::string mpirun = "mpirun";  // used when tp > 1; a name is looked up in PATH
+  int32_t grace_s = 10;           // per stage of the shutdown, >= 1
+  std::vector<std::string> worker_args;  // appended to tandem-worker's flags
+};
+
+// Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread (call it before any
+// other thread starts, so that they inherit the mask). Returns the process
+// exit code: 0 after a signal-initiated shutdown, 1 when start-up fails or a
+// process exits unexpectedly (the reason on stderr), 2 for invalid options.
+int UpCommand(const UpOptions& options);
+
+}  // namespace tandem::client
+
+#endif  // TANDEM_CLIENT_UP_COMMAND_H_
