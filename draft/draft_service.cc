@@ -1,0 +1,132 @@
+#include "draft/draft_service.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "worker/step_codec.h"
+
+namespace tandem::draft {
+namespace {
+
+// absl and gRPC share the canonical code numbering; spelled out so the
+// mapping is visible in one place.
+grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk: return grpc::StatusCode::OK;
+    case absl::StatusCode::kCancelled: return grpc::StatusCode::CANCELLED;
+    case absl::StatusCode::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
+    case absl::StatusCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case absl::StatusCode::kNotFound: return grpc::StatusCode::NOT_FOUND;
+    case absl::StatusCode::kAlreadyExists: return grpc::StatusCode::ALREADY_EXISTS;
+    case absl::StatusCode::kPermissionDenied: return grpc::StatusCode::PERMISSION_DENIED;
+    case absl::StatusCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case absl::StatusCode::kFailedPrecondition: return grpc::StatusCode::FAILED_PRECONDITION;
+    case absl::StatusCode::kAborted: return grpc::StatusCode::ABORTED;
+    case absl::StatusCode::kOutOfRange: return grpc::StatusCode::OUT_OF_RANGE;
+    case absl::StatusCode::kUnimplemented: return grpc::StatusCode::UNIMPLEMENTED;
+    case absl::StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
+    case absl::StatusCode::kDataLoss: return grpc::StatusCode::DATA_LOSS;
+    case absl::StatusCode::kUnauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
+    default: return grpc::StatusCode::INTERNAL;
+  }
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(ToGrpcCode(status.code()), std::string(status.message()));
+}
+
+}  // namespace
+
+DraftService::DraftService(std::unique_ptr<ModelProposer> proposer)
+    : proposer_(std::move(proposer)),
+      model_name_(proposer_->model().config().name),
+      vocab_size_(proposer_->model().config().vocab_size),
+      context_length_(proposer_->model().config().context_length),
+      max_sequences_(proposer_->num_blocks()) {}
+
+grpc::Status DraftService::Info(grpc::ServerContext* context,
+                                const tandem::v1::DraftInfoRequest* request,
+                                tandem::v1::DraftInfoResponse* response) {
+  response->set_model_name(model_name_);
+  response->set_vocab_size(vocab_size_);
+  response->set_context_length(context_length_);
+  // Each held sequence takes at least one KV block.
+  response->set_max_sequences(max_sequences_);
+  return grpc::Status::OK;
+}
+
+grpc::Status DraftService::Propose(grpc::ServerContext* context,
+                                   const tandem::v1::ProposeRequest* request,
+                                   tandem::v1::ProposeResponse* response) {
+  if (!serving_.load()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "draft worker is draining (shutting down); send no more proposals");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const int n = request->sequences_size();
+  std::vector<std::optional<sampling::SamplingParams>> params(static_cast<size_t>(n));
+  std::vector<ProposeInput> inputs(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const tandem::v1::ProposeSequence& s = request->sequences(i);
+    if (s.has_sampling()) params[i] = worker::SamplingParamsFromProto(s.sampling());
+    ProposeInput& in = inputs[static_cast<size_t>(i)];
+    in.seq = SeqId(s.seq_id());
+    in.new_tokens = std::span<const int32_t>(s.new_tokens().data(),
+                                             static_cast<size_t>(s.new_tokens_size()));
+    in.start_pos = s.start_pos();
+    in.gamma = s.num_draft_tokens();
+    in.params = params[i] ? &*params[i] : nullptr;
+    in.seed = s.seed();
+    in.stream = s.stream();
+  }
+  absl::MutexLock lock(&mutex_);
+  absl::StatusOr<std::vector<std::vector<DraftToken>>> out = proposer_->ProposeBatch(inputs);
+  if (!out.ok()) return ToGrpcStatus(out.status());
+  for (int i = 0; i < n; ++i) {
+    tandem::v1::Proposal* proposal = response->add_proposals();
+    proposal->set_seq_id(request->sequences(i).seq_id());
+    for (const DraftToken& t : (*out)[static_cast<size_t>(i)]) {
+      tandem::v1::DraftToken* pt = proposal->add_tokens();
+      pt->set_token(t.token);
+      pt->set_prob(t.prob);
+      pt->mutable_support_token_ids()->Add(t.support_tokens.begin(), t.support_tokens.end());
+      pt->mutable_support_probs()->Add(t.support_probs.begin(), t.support_probs.end());
+    }
+  }
+  const ModelProposer::ProposeStats& stats = proposer_->last_stats();
+  tandem::v1::StepTimings* timings = response->mutable_timings();
+  timings->set_forward_ms(stats.forward_ms);
+  timings->set_sample_ms(stats.sample_ms);
+  timings->set_num_tokens(stats.num_tokens);
+  timings->set_total_ms(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  return grpc::Status::OK;
+}
+
+grpc::Status DraftService::Release(grpc::ServerContext* context,
+                                   const tandem::v1::ReleaseRequest* request,
+                                   tandem::v1::ReleaseResponse* response) {
+  absl::MutexLock lock(&mutex_);
+  for (const tandem::v1::ReleaseSequence& s : request->sequences()) {
+    const int32_t length = proposer_->Length(SeqId(s.seq_id()));
+    if (s.keep_length() < 0 || s.keep_length() > length) {
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrFormat("sequence %d: keep_length %d is out of range: must be in [0, %d] (the "
+                          "tokens the draft holds); nothing was released",
+                          s.seq_id(), s.keep_length(), length));
+    }
+  }
+  for (const tandem::v1::ReleaseSequence& s : request->sequences()) {
+    absl::Status released = proposer_->Release(SeqId(s.seq_id()), s.keep_length());
+    if (!released.ok()) return ToGrpcStatus(released);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace tandem::draft
