@@ -14,6 +14,7 @@ namespace {
 // Matches the worker's limit (worker/main.cc): steps with many long prompts
 // exceed gRPC's 4 MiB default.
 constexpr int kMaxMessageBytes = 256 << 20;
+constexpr int kMaxReconnectBackoffMs = 1000;
 
 std::chrono::system_clock::time_point DeadlineAfter(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
@@ -30,6 +31,9 @@ absl::StatusOr<std::unique_ptr<GrpcWorkerGroup>> GrpcWorkerGroup::Connect(
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
+  // A lost worker is retried about once a second (SchedulerLoop); gRPC's
+  // default backoff would grow to minutes and delay its return.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   std::unique_ptr<GrpcWorkerGroup> group(new GrpcWorkerGroup(address, options, std::move(channel)));

@@ -82,6 +82,14 @@ InferenceService::InferenceService(const tokenizer::Tokenizer* tokenizer,
                                    const WorkerGroupInfo& info)
     : tokenizer_(tokenizer), info_(info) {}
 
+void InferenceService::set_groups(std::vector<SchedulerLoop*> loops,
+                                  std::vector<std::string> names,
+                                  const RouterConfig& router_config) {
+  CHECK(loops.size() == names.size(), "%d loops for %d names", loops.size(), names.size());
+  loops_ = std::move(loops);
+  router_ = std::make_unique<Router>(router_config, std::move(names));
+}
+
 absl::StatusOr<std::vector<int32_t>> InferenceService::PromptTokens(
     const pb::GenerateRequest& request) const {
   switch (request.prompt_case()) {
@@ -154,11 +162,20 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
     absl::MutexLock lock(&registry_mutex_);
     streams_.erase(id);
   };
-  if (absl::Status s = loop_->Submit(std::move(native)); !s.ok()) {
+  std::vector<GroupLoad> loads;
+  loads.reserve(loops_.size());
+  for (const SchedulerLoop* loop : loops_) loads.push_back({loop->load(), loop->healthy()});
+  absl::StatusOr<int32_t> group = router_->Choose(native.prompt_tokens, loads);
+  if (!group.ok()) {
+    unregister();
+    return ToGrpc(group.status());
+  }
+  SchedulerLoop* loop = loops_[*group];
+  if (absl::Status s = loop->Submit(std::move(native)); !s.ok()) {
     unregister();
     return ToGrpc(s);
   }
-  TANDEM_LOG(kVerbose, "request %d submitted", id.value());
+  TANDEM_LOG(kVerbose, "request %d submitted to group %d", id.value(), *group);
 
   // The deadline is checked here; cancellation is polled between waits
   // because the synchronous API has no cancellation callback. A wait returns
@@ -200,7 +217,7 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
   }
   if (cancelled) {
     TANDEM_LOG(kInfo, "request %d: %s", id.value(), result.error_message());
-    loop_->Cancel(id);
+    loop->Cancel(id);
   }
   unregister();
   return result;

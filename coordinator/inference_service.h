@@ -1,6 +1,8 @@
-// InferenceService: the public tandem.v1.Inference gRPC API over one
-// Scheduler. Handler threads parse and validate each request into a native
-// GenerateRequest, submit it through the SchedulerLoop and drain the
+// InferenceService: the public tandem.v1.Inference gRPC API over one or more
+// worker groups, each driven by its own Scheduler and SchedulerLoop. Handler
+// threads parse and validate each request into a native GenerateRequest, let
+// the Router pick a group, submit it through that group's SchedulerLoop and
+// drain the
 // request's RequestStream, which the scheduler thread fills through this
 // class's RequestObserver callbacks. Proto types and gRPC status codes stop
 // here (DESIGN.md "Boundaries", "Errors").
@@ -12,7 +14,9 @@
 #define TANDEM_COORDINATOR_INFERENCE_SERVICE_H_
 
 #include <atomic>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -20,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "coordinator/request.h"
 #include "coordinator/request_stream.h"
+#include "coordinator/router.h"
 #include "coordinator/scheduler_loop.h"
 #include "coordinator/worker_group.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
@@ -34,8 +39,14 @@ class InferenceService final : public tandem::v1::Inference::Service, public Req
   InferenceService(const tokenizer::Tokenizer* tokenizer, const WorkerGroupInfo& info);
 
   // The loop that runs the Scheduler this service observes; must outlive the
+  // server's handlers. One group, no routing choice.
+  void set_loop(SchedulerLoop* loop) { set_groups({loop}, {"local"}, RouterConfig{}); }
+  // Several groups (replicas): `loops[i]` runs group `names[i]`'s scheduler,
+  // each of which reports to this service. Requests are routed by a Router
+  // built from `router_config`. Call before serving; loops must outlive the
   // server's handlers.
-  void set_loop(SchedulerLoop* loop) { loop_ = loop; }
+  void set_groups(std::vector<SchedulerLoop*> loops, std::vector<std::string> names,
+                  const RouterConfig& router_config);
   // New generation requests are refused with UNAVAILABLE from now on
   // (SIGTERM); requests already admitted run to completion.
   void StopAdmitting() { admitting_.store(false); }
@@ -71,7 +82,8 @@ class InferenceService final : public tandem::v1::Inference::Service, public Req
 
   const tokenizer::Tokenizer* tokenizer_;
   WorkerGroupInfo info_;
-  SchedulerLoop* loop_ = nullptr;
+  std::vector<SchedulerLoop*> loops_;
+  std::unique_ptr<Router> router_;
   std::atomic<bool> admitting_{true};
   std::atomic<int64_t> next_request_id_{1};
 

@@ -1,31 +1,37 @@
 // tandem-coordinator: the public Inference gRPC server of a tandem cluster.
-//   tandem-coordinator --model M.gguf --worker HOST:PORT   (a tandem-worker group)
+//   tandem-coordinator --model M.gguf --worker HOST:PORT[,HOST:PORT...]
+//                                      (tandem-worker groups, one replica each)
 //   tandem-coordinator --model M.gguf --local              (model in-process)
 //
 // Thread model: the main thread parses flags, builds everything, starts the
 // server, prints "tandem-coordinator listening on HOST:PORT" and then waits in
 // sigwait() for SIGTERM/SIGINT (blocked in every thread). gRPC's handler
-// threads parse, validate and submit requests and stream their results; one
-// scheduler thread (SchedulerLoop) owns the Scheduler and runs every step
-// (in --local mode the model's thread pool runs each forward under it).
+// threads parse, validate, route (Router) and submit requests and stream
+// their results; one scheduler thread per worker group (SchedulerLoop) owns
+// that group's Scheduler, runs every step and, when the group's worker is
+// lost, reconnects it about once a second (in --local mode the model's thread
+// pool runs each forward under the one loop).
 // Shutdown: health NOT_SERVING, refuse new requests (UNAVAILABLE), server
 // Shutdown with a 10 s grace deadline for in-flight streams, join the
-// scheduler thread, exit 0.
+// scheduler threads, exit 0.
 #include <pthread.h>
 
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/command_line.h"
 #include "coordinator/grpc_worker_group.h"
 #include "coordinator/inference_service.h"
 #include "coordinator/local_worker_group.h"
+#include "coordinator/router.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/scheduler_loop.h"
 #include "engine/gguf/gguf_file.h"
@@ -40,7 +46,9 @@
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on");
 ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one)");
 ABSL_FLAG(std::string, model, "", "GGUF model: its tokenizer always; the model itself with --local");
-ABSL_FLAG(std::string, worker, "", "Target worker group address HOST:PORT (a tandem-worker)");
+ABSL_FLAG(std::string, worker, "",
+          "Target worker group addresses HOST:PORT, comma-separated (one tandem-worker group "
+          "each; requests are routed by load and prefix affinity)");
 ABSL_FLAG(bool, local, false, "Run the model in-process instead of connecting to --worker");
 ABSL_FLAG(int32_t, connect_timeout_s, 30, "--worker: seconds to wait for the worker to answer");
 ABSL_FLAG(int32_t, threads, 0, "--local: threads for one forward (0 = every core)");
@@ -50,6 +58,9 @@ ABSL_FLAG(int32_t, block_size, 16, "--local: tokens per KV block");
 ABSL_FLAG(int32_t, max_batched_tokens, 1024, "Token budget of one scheduler step");
 ABSL_FLAG(int32_t, max_seqs, 256, "Sequences in one scheduler step");
 ABSL_FLAG(bool, prefix_cache, true, "Reuse cached KV blocks of shared prompt prefixes");
+ABSL_FLAG(int64_t, affinity_max_extra_load, 8,
+          "Route to the group caching a request's prefix only while its load (requests) is at "
+          "most this much above the least loaded group's");
 
 namespace {
 
@@ -117,6 +128,8 @@ int main(int argc, char** argv) {
 
   const std::string model_path = absl::GetFlag(FLAGS_model);
   const std::string worker_address = absl::GetFlag(FLAGS_worker);
+  const std::vector<std::string> worker_addresses =
+      absl::StrSplit(worker_address, ',', absl::SkipWhitespace());
   const bool local = absl::GetFlag(FLAGS_local);
   if (model_path.empty()) {
     return Fail(absl::InvalidArgumentError("--model PATH is required (the tokenizer comes from it)"));
@@ -139,22 +152,47 @@ int main(int argc, char** argv) {
   if (!tok.ok()) return Fail(tok.status());
 
   std::unique_ptr<model::Model> model;
-  std::unique_ptr<coordinator::WorkerGroup> group;
+  std::vector<std::unique_ptr<coordinator::WorkerGroup>> groups;
+  std::vector<coordinator::GrpcWorkerGroup*> remotes;  // [groups]; null in --local mode
+  std::vector<std::string> names;                       // [groups]
   if (local) {
     absl::StatusOr<std::unique_ptr<coordinator::WorkerGroup>> g =
         MakeLocalGroup(model_path, **tok, &model);
     if (!g.ok()) return Fail(g.status());
-    group = *std::move(g);
+    groups.push_back(*std::move(g));
+    remotes.push_back(nullptr);
+    names.push_back("local");
   } else {
-    absl::StatusOr<std::unique_ptr<coordinator::GrpcWorkerGroup>> g = coordinator::GrpcWorkerGroup::Connect(
-        worker_address, absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_s)));
-    if (!g.ok()) return Fail(g.status());
-    group = *std::move(g);
+    if (worker_addresses.empty()) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrFormat("--worker '%s' names no HOST:PORT", worker_address)));
+    }
+    for (const std::string& address : worker_addresses) {
+      absl::StatusOr<std::unique_ptr<coordinator::GrpcWorkerGroup>> g =
+          coordinator::GrpcWorkerGroup::Connect(
+              address, absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_s)));
+      if (!g.ok()) return Fail(g.status());
+      remotes.push_back(g->get());
+      names.push_back(address);
+      groups.push_back(*std::move(g));
+    }
   }
-  if (group->info().vocab_size != (*tok)->vocab_size()) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat(
-        "the worker group's vocabulary has %d tokens but --model's tokenizer has %d",
-        group->info().vocab_size, (*tok)->vocab_size())));
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const coordinator::WorkerGroupInfo& info = groups[i]->info();
+    if (info.vocab_size != (*tok)->vocab_size()) {
+      return Fail(absl::InvalidArgumentError(absl::StrFormat(
+          "the worker group %s's vocabulary has %d tokens but --model's tokenizer has %d",
+          names[i], info.vocab_size, (*tok)->vocab_size())));
+    }
+    const coordinator::WorkerGroupInfo& first = groups[0]->info();
+    if (info.model_name != first.model_name || info.context_length != first.context_length ||
+        info.block_size != first.block_size) {
+      return Fail(absl::InvalidArgumentError(absl::StrFormat(
+          "worker group %s serves '%s' (context %d, block size %d) but %s serves '%s' "
+          "(context %d, block size %d); every group must be a replica of one model",
+          names[i], info.model_name, info.context_length, info.block_size, names[0],
+          first.model_name, first.context_length, first.block_size)));
+    }
   }
 
   coordinator::SchedulerConfig sched_config;
@@ -162,11 +200,25 @@ int main(int argc, char** argv) {
   sched_config.max_num_seqs = absl::GetFlag(FLAGS_max_seqs);
   sched_config.enable_prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
   if (absl::Status s = coordinator::ValidateSchedulerConfig(sched_config); !s.ok()) return Fail(s);
+  coordinator::RouterConfig router_config;
+  router_config.block_size = groups[0]->info().block_size;
+  router_config.affinity_max_extra_load = absl::GetFlag(FLAGS_affinity_max_extra_load);
+  if (absl::Status s = coordinator::ValidateRouterConfig(router_config); !s.ok()) return Fail(s);
 
-  coordinator::InferenceService service(tok->get(), group->info());
-  coordinator::Scheduler scheduler(sched_config, group.get(), tok->get(), &service);
-  coordinator::SchedulerLoop loop(&scheduler);
-  service.set_loop(&loop);
+  coordinator::InferenceService service(tok->get(), groups[0]->info());
+  std::vector<std::unique_ptr<coordinator::Scheduler>> schedulers;
+  std::vector<std::unique_ptr<coordinator::SchedulerLoop>> loops;
+  std::vector<coordinator::SchedulerLoop*> loop_ptrs;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    schedulers.push_back(std::make_unique<coordinator::Scheduler>(sched_config, groups[i].get(),
+                                                                  tok->get(), &service));
+    loops.push_back(std::make_unique<coordinator::SchedulerLoop>(schedulers[i].get(), remotes[i]));
+    loop_ptrs.push_back(loops[i].get());
+  }
+  service.set_groups(loop_ptrs, names, router_config);
+  auto shutdown_loops = [&] {
+    for (auto& loop : loops) loop->Shutdown();
+  };
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -178,7 +230,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
-    loop.Shutdown();
+    shutdown_loops();
     return Fail(absl::UnavailableError(
         absl::StrFormat("cannot listen on %s:%d", host, port)));
   }
@@ -193,7 +245,7 @@ int main(int argc, char** argv) {
   service.StopAdmitting();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   server->Wait();
-  loop.Shutdown();
+  shutdown_loops();
   std::fprintf(stderr, "tandem-coordinator: stopped\n");
   return 0;
 }

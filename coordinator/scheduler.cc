@@ -93,8 +93,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, WorkerGroup* group,
       group_(group),
       tokenizer_(tokenizer),
       observer_(observer),
-      kv_(kv::KvManagerConfig{group->info().num_blocks, group->info().block_size,
-                              config.enable_prefix_cache}),
+      kv_(std::in_place, kv::KvManagerConfig{group->info().num_blocks, group->info().block_size,
+                                             config.enable_prefix_cache}),
       eos_ids_(tokenizer->EndOfGenerationIds()) {
   absl::Status status = ValidateSchedulerConfig(config);
   CHECK(status.ok(), "%s", status.ToString());
@@ -129,7 +129,17 @@ absl::Status Scheduler::Submit(GenerateRequest request) {
   }
   absl::MutexLock lock(&inbox_mutex_);
   inbox_.push_back(std::move(request));
+  num_outstanding_.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+void Scheduler::ResetKvCache() {
+  CHECK(running_.empty(), "ResetKvCache with %d sequences still in the KV cache",
+        running_.size());
+  released_.clear();
+  pending_new_.clear();
+  kv_.emplace(kv::KvManagerConfig{group_->info().num_blocks, group_->info().block_size,
+                                  config_.enable_prefix_cache});
 }
 
 void Scheduler::Cancel(RequestId id) {
@@ -164,6 +174,7 @@ void Scheduler::DrainInbox() {
     if (requests_.contains(raw->request.id)) {
       TANDEM_LOG(kWarning, "request %d submitted twice; the second is dropped",
                  raw->request.id.value());
+      num_outstanding_.fetch_sub(1, std::memory_order_relaxed);
       continue;
     }
     requests_[raw->request.id] = std::move(state);
@@ -233,7 +244,7 @@ absl::StatusOr<bool> Scheduler::Step() {
       continue;
     }
     std::span<const int32_t> tokens(seq->tokens.data() + seq->num_computed, num_new);
-    std::optional<std::vector<kv::BlockCopy>> copies = kv_.AppendTokens(seq->id, tokens);
+    std::optional<std::vector<kv::BlockCopy>> copies = kv_->AppendTokens(seq->id, tokens);
     if (copies.has_value()) {
       plan.copies.insert(plan.copies.end(), copies->begin(), copies->end());
       seq->scheduled = num_new;
@@ -265,10 +276,10 @@ absl::StatusOr<bool> Scheduler::Step() {
          static_cast<int32_t>(scheduled.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.front();
     seq->id = NextSeqId();
-    int32_t cached = kv_.AddSequence(seq->id, seq->tokens);
+    int32_t cached = kv_->AddSequence(seq->id, seq->tokens);
     int32_t num_new = std::min(seq->target() - cached, budget);
-    if (num_new > 0 && kv_.NumBlocksNeeded(seq->id, num_new) > kv_.num_free_blocks()) {
-      kv_.Free(seq->id);
+    if (num_new > 0 && kv_->NumBlocksNeeded(seq->id, num_new) > kv_->num_free_blocks()) {
+      kv_->Free(seq->id);
       break;
     }
     waiting_.pop_front();
@@ -294,7 +305,7 @@ absl::StatusOr<bool> Scheduler::Step() {
     ns.stream = static_cast<uint64_t>(std::max(0, seq->index));
     plan.new_sequences.push_back(std::move(ns));
     std::span<const int32_t> tokens(seq->tokens.data() + cached, num_new);
-    std::optional<std::vector<kv::BlockCopy>> copies = kv_.AppendTokens(seq->id, tokens);
+    std::optional<std::vector<kv::BlockCopy>> copies = kv_->AppendTokens(seq->id, tokens);
     CHECK(copies.has_value(), "blocks were checked free for sequence %d", seq->id.value());
     plan.copies.insert(plan.copies.end(), copies->begin(), copies->end());
     seq->scheduled = num_new;
@@ -308,7 +319,7 @@ absl::StatusOr<bool> Scheduler::Step() {
     s.tokens.assign(seq->tokens.begin() + seq->num_computed,
                     seq->tokens.begin() + seq->num_computed + seq->scheduled);
     s.start_pos = seq->num_computed;
-    std::span<const BlockId> table = kv_.BlockTable(seq->id);
+    std::span<const BlockId> table = kv_->BlockTable(seq->id);
     s.block_table.assign(table.begin(), table.end());
     s.sample = !seq->fork_parent && seq->num_computed + seq->scheduled == seq->target();
     plan.sequences.push_back(std::move(s));
@@ -368,7 +379,7 @@ void Scheduler::EraseDoneRequests() {
 }
 
 void Scheduler::Preempt(Sequence* seq) {
-  kv_.Free(seq->id);
+  kv_->Free(seq->id);
   seq->in_kv = false;
   seq->num_computed = 0;
   std::erase(running_, seq);
@@ -382,7 +393,7 @@ void Scheduler::ForkChildren(Sequence* parent) {
   for (auto& child : r->completions) {
     if (child->finished) continue;  // cancelled meanwhile
     child->id = NextSeqId();
-    kv_.Fork(parent->id, child->id);
+    kv_->Fork(parent->id, child->id);
     child->in_kv = true;
     child->num_computed = parent->num_computed;
     running_.push_back(child.get());
@@ -446,7 +457,7 @@ void Scheduler::OnSampled(Sequence* seq, const sampling::SampleResult& sample) {
 
 void Scheduler::ReleaseSequence(Sequence* seq) {
   if (seq->in_kv) {
-    kv_.Free(seq->id);
+    kv_->Free(seq->id);
     released_.push_back(seq->id);
     seq->in_kv = false;
   }
@@ -478,6 +489,7 @@ void Scheduler::MaybeCompleteRequest(RequestState* r) {
   if (r->num_unfinished > 0 || r->done) return;
   if (r->parent && !r->parent->finished) ReleaseSequence(r->parent.get());
   r->done = true;
+  num_outstanding_.fetch_sub(1, std::memory_order_relaxed);
   RequestOutput out;
   out.id = r->request.id;
   out.prompt_token_ids = r->request.prompt_tokens;

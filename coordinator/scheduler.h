@@ -14,7 +14,9 @@
 #ifndef TANDEM_COORDINATOR_SCHEDULER_H_
 #define TANDEM_COORDINATOR_SCHEDULER_H_
 
+#include <atomic>
 #include <deque>
+#include <optional>
 #include <memory>
 #include <vector>
 
@@ -68,8 +70,18 @@ class Scheduler {
   // True while any request is queued or running.
   bool HasWork() const;
 
+  // Requests submitted and not yet finished (queued, waiting or running): the
+  // load the router balances. Any thread; updated as requests come and go.
+  int64_t load() const { return num_outstanding_.load(std::memory_order_relaxed); }
+
+  // Forgets every KV block, the prefix cache included, after the worker
+  // group was reset (a reconnected worker holds no KV). Scheduler thread;
+  // requires that no sequence is in the cache (the failed steps before the
+  // reconnect failed them all; CHECKed).
+  void ResetKvCache();
+
   const SchedulerStats& stats() const { return stats_; }
-  kv::KvStats kv_stats() const { return kv_.stats(); }
+  kv::KvStats kv_stats() const { return kv_->stats(); }
 
  private:
   struct Sequence;
@@ -94,8 +106,10 @@ class Scheduler {
   WorkerGroup* group_;
   const tokenizer::Tokenizer* tokenizer_;
   RequestObserver* observer_;
-  kv::KvManager kv_;
+  std::optional<kv::KvManager> kv_;  // re-created by ResetKvCache
   std::vector<int32_t> eos_ids_;
+
+  std::atomic<int64_t> num_outstanding_{0};
 
   mutable absl::Mutex inbox_mutex_;
   std::vector<GenerateRequest> inbox_ ABSL_GUARDED_BY(inbox_mutex_);

@@ -4,8 +4,9 @@
 
 namespace tandem::coordinator {
 
-SchedulerLoop::SchedulerLoop(Scheduler* scheduler)
-    : scheduler_(scheduler), thread_([this] { Run(); }) {}
+SchedulerLoop::SchedulerLoop(Scheduler* scheduler, GrpcWorkerGroup* remote,
+                             const SchedulerLoopOptions& options)
+    : scheduler_(scheduler), remote_(remote), options_(options), thread_([this] { Run(); }) {}
 
 SchedulerLoop::~SchedulerLoop() { Shutdown(); }
 
@@ -33,17 +34,38 @@ void SchedulerLoop::Shutdown() {
   if (thread_.joinable()) thread_.join();
 }
 
+void SchedulerLoop::TryReconnect() {
+  absl::Status status = remote_->Reconnect(options_.reconnect_timeout);
+  if (!status.ok()) {
+    TANDEM_LOG(kVerbose, "reconnect failed: %s", status.ToString());
+    return;
+  }
+  // The worker was Reset: no sequence and no cached KV block survive there.
+  scheduler_->ResetKvCache();
+  num_reconnects_.fetch_add(1);
+  healthy_.store(true);
+  TANDEM_LOG(kInfo, "worker group at %s reconnected; taking requests again",
+             remote_->address());
+}
+
 void SchedulerLoop::Run() {
   while (true) {
+    const bool broken = remote_ != nullptr && remote_->broken();
     {
       absl::MutexLock lock(&mutex_);
       // Clearing wake_ before looking at the scheduler means a Submit that
       // lands after HasWork() saw nothing still wakes the next wait.
-      mutex_.Await(absl::Condition(
+      auto woken = absl::Condition(
           +[](SchedulerLoop* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mutex_) {
             return self->wake_ || self->stop_;
           },
-          this));
+          this);
+      if (broken) {
+        // Sleep between reconnect attempts, but fail new work at once.
+        mutex_.AwaitWithTimeout(woken, options_.reconnect_interval);
+      } else {
+        mutex_.Await(woken);
+      }
       if (stop_) return;
       wake_ = false;
     }
@@ -52,10 +74,16 @@ void SchedulerLoop::Run() {
       if (!stepped.ok()) {
         // The scheduler already failed the step's requests; keep serving.
         TANDEM_LOG(kError, "scheduler step failed: %s", stepped.status().ToString());
+        if (remote_ != nullptr && remote_->broken() && healthy_.exchange(false)) {
+          TANDEM_LOG(kError, "worker group at %s is down; reconnecting every %s",
+                     remote_->address(), absl::FormatDuration(options_.reconnect_interval));
+        }
       }
       absl::MutexLock lock(&mutex_);
       if (stop_) return;
     }
+    // Every request that ran on the broken group has failed by now.
+    if (remote_ != nullptr && remote_->broken()) TryReconnect();
   }
 }
 

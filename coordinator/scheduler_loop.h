@@ -3,23 +3,45 @@
 // Submit and Cancel wake it. The Scheduler (and everything it owns, through
 // the RequestObserver callbacks) is touched only by that thread.
 //
-// Thread-safety: Submit, Cancel and Shutdown may be called from any thread.
+// Reconnection: given the GrpcWorkerGroup the scheduler drives, the loop
+// turns unhealthy when a step breaks the group. It keeps stepping until the
+// scheduler has failed every request it held (each failed step fails its
+// requests with UNAVAILABLE at once), then calls Reconnect about once per
+// `reconnect_interval` (each try bounded by `reconnect_timeout`; the thread
+// sleeps in between). Once it succeeds the scheduler's KV bookkeeping is reset
+// and the loop is healthy again.
+//
+// Thread-safety: Submit, Cancel, Shutdown, load and healthy may be called from
+// any thread.
 #ifndef TANDEM_COORDINATOR_SCHEDULER_LOOP_H_
 #define TANDEM_COORDINATOR_SCHEDULER_LOOP_H_
 
+#include <atomic>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "coordinator/grpc_worker_group.h"
 #include "coordinator/scheduler.h"
 
 namespace tandem::coordinator {
 
+struct SchedulerLoopOptions {
+  // Pause between reconnect attempts of a broken group.
+  absl::Duration reconnect_interval = absl::Seconds(1);
+  // How long one attempt waits for the worker's channel.
+  absl::Duration reconnect_timeout = absl::Milliseconds(500);
+};
+
 class SchedulerLoop {
  public:
   // Starts the thread. `scheduler` must outlive the loop (or its Shutdown).
-  explicit SchedulerLoop(Scheduler* scheduler);
+  // `remote`, when not null, is the group `scheduler` steps; the loop
+  // reconnects it after it breaks. It must outlive the loop too.
+  explicit SchedulerLoop(Scheduler* scheduler, GrpcWorkerGroup* remote = nullptr,
+                         const SchedulerLoopOptions& options = {});
   // Calls Shutdown().
   ~SchedulerLoop();
   SchedulerLoop(const SchedulerLoop&) = delete;
@@ -34,11 +56,24 @@ class SchedulerLoop {
   // queued or running are abandoned (callers drain first). Idempotent.
   void Shutdown();
 
+  // The scheduler's load (Scheduler::load).
+  int64_t load() const { return scheduler_->load(); }
+  // False from a step that broke the group until Reconnect succeeds.
+  bool healthy() const { return healthy_.load(); }
+  // Successful reconnects so far.
+  int64_t num_reconnects() const { return num_reconnects_.load(); }
+
  private:
   void Run();
   void Wake();
+  // One bounded Reconnect attempt of the broken group (scheduler thread).
+  void TryReconnect();
 
   Scheduler* scheduler_;
+  GrpcWorkerGroup* remote_;
+  const SchedulerLoopOptions options_;
+  std::atomic<bool> healthy_{true};
+  std::atomic<int64_t> num_reconnects_{0};
   absl::Mutex mutex_;
   bool wake_ ABSL_GUARDED_BY(mutex_) = false;
   bool stop_ ABSL_GUARDED_BY(mutex_) = false;
