@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_format.h"
+#include "common/grpc_status.h"
 #include "common/logging.h"
 #include "engine/sampling/sampling_params.h"
 #include "engine/tokenizer/chat_template.h"
@@ -13,25 +14,6 @@ namespace tandem::coordinator {
 namespace {
 
 namespace pb = tandem::v1;
-
-// The only place absl codes become gRPC codes (DESIGN.md "Errors").
-grpc::Status ToGrpc(const absl::Status& s) {
-  grpc::StatusCode code;
-  switch (s.code()) {
-    case absl::StatusCode::kOk: return grpc::Status::OK;
-    case absl::StatusCode::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
-    case absl::StatusCode::kResourceExhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
-    case absl::StatusCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
-    case absl::StatusCode::kDeadlineExceeded: code = grpc::StatusCode::DEADLINE_EXCEEDED; break;
-    case absl::StatusCode::kCancelled: code = grpc::StatusCode::CANCELLED; break;
-    case absl::StatusCode::kUnimplemented: code = grpc::StatusCode::UNIMPLEMENTED; break;
-    case absl::StatusCode::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
-    case absl::StatusCode::kFailedPrecondition: code = grpc::StatusCode::FAILED_PRECONDITION; break;
-    case absl::StatusCode::kOutOfRange: code = grpc::StatusCode::OUT_OF_RANGE; break;
-    default: code = grpc::StatusCode::INTERNAL; break;
-  }
-  return grpc::Status(code, std::string(s.message()));
-}
 
 pb::FinishReason ToProto(FinishReason r) {
   switch (r) {
@@ -144,7 +126,7 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
                                         DecodingModeName(request.decoding_mode())));
   }
   absl::StatusOr<std::vector<int32_t>> prompt = PromptTokens(request);
-  if (!prompt.ok()) return ToGrpc(prompt.status());
+  if (!prompt.ok()) return ToGrpcStatus(prompt.status());
 
   GenerateRequest native;
   native.id = RequestId(next_request_id_.fetch_add(1));
@@ -168,12 +150,12 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
   absl::StatusOr<int32_t> group = router_->Choose(native.prompt_tokens, loads);
   if (!group.ok()) {
     unregister();
-    return ToGrpc(group.status());
+    return ToGrpcStatus(group.status());
   }
   SchedulerLoop* loop = loops_[*group];
   if (absl::Status s = loop->Submit(std::move(native)); !s.ok()) {
     unregister();
-    return ToGrpc(s);
+    return ToGrpcStatus(s);
   }
   TANDEM_LOG(kVerbose, "request %d submitted to group %d", id.value(), *group);
 
@@ -297,7 +279,7 @@ grpc::Status InferenceService::Tokenize(grpc::ServerContext*, const pb::Tokenize
                           "input is not set: exactly one of text or chat is required");
   }
   absl::StatusOr<std::vector<int32_t>> ids = PromptTokens(as_generate);
-  if (!ids.ok()) return ToGrpc(ids.status());
+  if (!ids.ok()) return ToGrpcStatus(ids.status());
   response->mutable_token_ids()->Add(ids->begin(), ids->end());
   return grpc::Status::OK;
 }
