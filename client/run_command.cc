@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "coordinator/local_worker_group.h"
 #include "coordinator/scheduler.h"
+#include "engine/model/kv_budget.h"
 #include "engine/kv/kv_storage.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/chat_template.h"
@@ -121,25 +122,10 @@ int RunCommand(const RunOptions& o) {
   worker::StepExecutorConfig exec_config;
   exec_config.block_size = o.block_size;
   exec_config.eos_token_ids = (*tok)->EndOfGenerationIds();
-  if (o.kv_blocks > 0) {
-    exec_config.num_blocks = o.kv_blocks;
-  } else {
-    kv::KvStorageConfig shape;
-    shape.num_layers = (*model)->config().num_layers;
-    shape.block_size = o.block_size;
-    shape.num_kv_heads = (*model)->config().num_kv_heads;
-    shape.head_dim = (*model)->config().head_dim;
-    shape.dtype = (*model)->kv_dtype();
-    exec_config.num_blocks = kv::KvStorage::NumBlocksForBytes(shape, o.kv_cache_bytes);
-  }
-  if (exec_config.num_blocks < 1) {
-    return fail(absl::InvalidArgumentError(absl::StrFormat(
-        "--kv-cache-bytes %d holds no KV block: one block of %d tokens needs %d bytes",
-        o.kv_cache_bytes, o.block_size,
-        kv::KvStorage::BytesPerBlock({(*model)->config().num_layers, 1, o.block_size,
-                                      (*model)->config().num_kv_heads,
-                                      (*model)->config().head_dim, (*model)->kv_dtype()}))));
-  }
+  absl::StatusOr<int32_t> num_blocks =
+      model::NumKvBlocks(**model, o.block_size, o.kv_blocks, o.kv_cache_bytes);
+  if (!num_blocks.ok()) return fail(num_blocks.status());
+  exec_config.num_blocks = *num_blocks;
   absl::StatusOr<std::unique_ptr<coordinator::LocalWorkerGroup>> group =
       coordinator::LocalWorkerGroup::Create(model->get(), exec_config);
   if (!group.ok()) return fail(group.status());

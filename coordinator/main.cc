@@ -34,6 +34,7 @@
 #include "coordinator/router.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/scheduler_loop.h"
+#include "engine/model/kv_budget.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model.h"
@@ -87,21 +88,10 @@ absl::StatusOr<std::unique_ptr<coordinator::WorkerGroup>> MakeLocalGroup(
   worker::StepExecutorConfig config;
   config.block_size = block_size;
   config.eos_token_ids = tok.EndOfGenerationIds();
-  kv::KvStorageConfig shape;
-  shape.num_layers = (*model)->config().num_layers;
-  shape.block_size = block_size;
-  shape.num_kv_heads = (*model)->config().num_kv_heads;
-  shape.head_dim = (*model)->config().head_dim;
-  shape.dtype = (*model)->kv_dtype();
-  const int64_t bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
-  config.num_blocks = absl::GetFlag(FLAGS_kv_blocks) > 0
-                          ? absl::GetFlag(FLAGS_kv_blocks)
-                          : kv::KvStorage::NumBlocksForBytes(shape, bytes);
-  if (config.num_blocks < 1) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--kv-cache-bytes %d holds no KV block: one block of %d tokens needs %d bytes", bytes,
-        block_size, kv::KvStorage::BytesPerBlock(shape)));
-  }
+  absl::StatusOr<int32_t> num_blocks = model::NumKvBlocks(
+      **model, block_size, absl::GetFlag(FLAGS_kv_blocks), absl::GetFlag(FLAGS_kv_cache_bytes));
+  if (!num_blocks.ok()) return num_blocks.status();
+  config.num_blocks = *num_blocks;
   absl::StatusOr<std::unique_ptr<coordinator::LocalWorkerGroup>> group =
       coordinator::LocalWorkerGroup::Create(model->get(), config);
   if (!group.ok()) return group.status();

@@ -33,6 +33,7 @@
 #include "common/command_line.h"
 #include "draft/draft_service.h"
 #include "draft/model_proposer.h"
+#include "engine/model/kv_budget.h"
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
@@ -121,26 +122,14 @@ int main(int argc, char** argv) {
       tandem::tokenizer::Tokenizer::Create(*vocab);
   if (!tokenizer.ok()) return Fail(tokenizer.status());
 
-  const tandem::model::ModelConfig& mc = (*model)->config();
-  tandem::kv::KvStorageConfig shape;
-  shape.num_layers = mc.num_layers;
-  shape.block_size = block_size;
-  shape.num_kv_heads = (*model)->num_local_kv_heads();
-  shape.head_dim = mc.head_dim;
-  shape.dtype = (*model)->kv_dtype();
-  const int64_t bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
-  const int32_t num_blocks =
-      bytes > 0 ? tandem::kv::KvStorage::NumBlocksForBytes(shape, bytes) : 0;
-  if (num_blocks < 1) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat(
-        "--kv-cache-bytes %d holds no KV block: one block of %d tokens needs %d bytes", bytes,
-        block_size, tandem::kv::KvStorage::BytesPerBlock(shape))));
-  }
+  absl::StatusOr<int32_t> num_blocks = tandem::model::NumKvBlocks(
+      **model, block_size, /*kv_blocks=*/0, absl::GetFlag(FLAGS_kv_cache_bytes));
+  if (!num_blocks.ok()) return Fail(num_blocks.status());
   tandem::draft::ModelProposerConfig config;
-  config.num_blocks = num_blocks;
+  config.num_blocks = *num_blocks;
   config.block_size = block_size;
   config.eos_token_ids = (*tokenizer)->EndOfGenerationIds();
-  const std::string model_name = mc.name;
+  const std::string model_name = (*model)->config().name;
   absl::StatusOr<std::unique_ptr<tandem::draft::ModelProposer>> proposer =
       tandem::draft::ModelProposer::Create(std::move(*model), config);
   if (!proposer.ok()) return Fail(proposer.status());
@@ -163,7 +152,7 @@ int main(int argc, char** argv) {
   health->SetServingStatus(true);
   health->SetServingStatus(kServiceName, true);
   std::fprintf(stderr, "tandem-draft: model %s, %d KV blocks of %d tokens, precision %s\n",
-               model_name.c_str(), num_blocks, block_size, precision.c_str());
+               model_name.c_str(), *num_blocks, block_size, precision.c_str());
   std::printf("tandem-draft listening on %s\n", HostPort(host, selected_port).c_str());
   std::fflush(stdout);
 

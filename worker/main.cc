@@ -44,6 +44,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "engine/model/kv_budget.h"
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
@@ -94,32 +95,6 @@ bool LaunchedByMpi() {
     if (std::getenv(name) != nullptr) return true;
   }
   return false;
-}
-
-// Resolves the KV cache size in blocks from --kv-blocks or --kv-cache-bytes.
-absl::StatusOr<int32_t> NumKvBlocks(const tandem::model::Model& model, int32_t block_size) {
-  const int32_t kv_blocks = absl::GetFlag(FLAGS_kv_blocks);
-  if (kv_blocks < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--kv-blocks %d is negative: must be >= 1 (or 0 to use --kv-cache-bytes)",
-                        kv_blocks));
-  }
-  if (kv_blocks > 0) return kv_blocks;
-  const tandem::model::ModelConfig& mc = model.config();
-  tandem::kv::KvStorageConfig shape;
-  shape.num_layers = mc.num_layers;
-  shape.block_size = block_size;
-  shape.num_kv_heads = mc.num_kv_heads;
-  shape.head_dim = mc.head_dim;
-  shape.dtype = model.kv_dtype();
-  const int64_t bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
-  const int32_t blocks = bytes > 0 ? tandem::kv::KvStorage::NumBlocksForBytes(shape, bytes) : 0;
-  if (blocks < 1) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--kv-cache-bytes %d holds no KV block: one block of %d tokens needs %d bytes", bytes,
-        block_size, tandem::kv::KvStorage::BytesPerBlock(shape)));
-  }
-  return blocks;
 }
 
 }  // namespace
@@ -203,7 +178,8 @@ int main(int argc, char** argv) {
   tandem::worker::StepExecutorConfig exec_config;
   exec_config.block_size = block_size;
   exec_config.eos_token_ids = (*tokenizer)->EndOfGenerationIds();
-  absl::StatusOr<int32_t> num_blocks = NumKvBlocks(**model, block_size);
+  absl::StatusOr<int32_t> num_blocks = tandem::model::NumKvBlocks(
+      **model, block_size, absl::GetFlag(FLAGS_kv_blocks), absl::GetFlag(FLAGS_kv_cache_bytes));
   if (!num_blocks.ok()) return Fail(num_blocks.status());
   exec_config.num_blocks = *num_blocks;
   if (rank != 0) {
