@@ -8,14 +8,13 @@ the path for a bad --model. Standard library only (grpc_lite.py).
 Env: TANDEM_DRAFT_BIN (build/bin/tandem-draft), TANDEM_MODEL (the default GGUF).
 """
 import os
-import re
-import selectors
 import signal
 import struct
 import subprocess
 import time
 import unittest
 
+from server_process import ServerProcess
 from grpc_lite import grpc_unary, health_status, parse_proto
 
 BIN = os.environ["TANDEM_DRAFT_BIN"]
@@ -49,48 +48,13 @@ def propose_request(seq_id, tokens, start_pos, gamma, greedy=True):
     return _field(1, 2, seq)
 
 
-class Draft:
+class Draft(ServerProcess):
     """A tandem-draft process on 127.0.0.1 with an OS-chosen port."""
-
     def __init__(self):
-        self.proc = subprocess.Popen(
-            [BIN, "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
-             "--kv-cache-bytes", str(16 << 20), "--threads", "1"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.port = self._read_port()
-
-    def _read_port(self):
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + START_TIMEOUT
-        line = b""
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0 or not sel.select(timeout=left):
-                self.kill()
-                raise AssertionError(f"no 'listening' line within {START_TIMEOUT} s")
-            chunk = os.read(self.proc.stdout.fileno(), 1)
-            if not chunk:
-                self.proc.wait(timeout=STOP_TIMEOUT)
-                raise AssertionError(f"draft exited early ({self.proc.returncode}): "
-                                     f"{self.proc.stderr.read().decode(errors='replace')}")
-            line += chunk
-        sel.close()
-        m = re.fullmatch(rb"tandem-draft listening on 127\.0\.0\.1:(\d+)\n", line)
-        if not m:
-            self.kill()
-            raise AssertionError(f"unexpected first line {line!r}")
-        return int(m.group(1))
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def close(self):
-        self.kill()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        super().__init__("tandem-draft",
+                         [BIN, "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
+                          "--kv-cache-bytes", str(16 << 20), "--threads", "1"],
+                         START_TIMEOUT, STOP_TIMEOUT)
 
 
 class DraftProcessTest(unittest.TestCase):

@@ -9,14 +9,13 @@ client (grpc_lite.py: unary call, literal HPACK headers, no Huffman coding).
 Env: TANDEM_WORKER_BIN (build/bin/tandem-worker), TANDEM_MODEL (the default GGUF).
 """
 import os
-import re
-import selectors
 import signal
 import socket
 import subprocess
 import time
 import unittest
 
+from server_process import ServerProcess
 from grpc_lite import grpc_unary, health_status, parse_proto
 
 BIN = os.environ["TANDEM_WORKER_BIN"]
@@ -25,48 +24,13 @@ START_TIMEOUT = 60
 STOP_TIMEOUT = 10
 KV_BLOCKS = 48
 
-class Worker:
+class Worker(ServerProcess):
     """A tandem-worker process on 127.0.0.1 with an OS-chosen port."""
-
     def __init__(self, *extra):
-        self.proc = subprocess.Popen(
-            [BIN, "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
-             "--kv-blocks", str(KV_BLOCKS), "--threads", "1"] + list(extra),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.port = self._read_port()
-
-    def _read_port(self):
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + START_TIMEOUT
-        line = b""
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0 or not sel.select(timeout=left):
-                self.kill()
-                raise AssertionError(f"no 'listening' line within {START_TIMEOUT} s")
-            chunk = os.read(self.proc.stdout.fileno(), 1)
-            if not chunk:
-                self.proc.wait(timeout=STOP_TIMEOUT)
-                raise AssertionError(f"worker exited early ({self.proc.returncode}): "
-                                     f"{self.proc.stderr.read().decode(errors='replace')}")
-            line += chunk
-        sel.close()
-        m = re.fullmatch(rb"tandem-worker listening on 127\.0\.0\.1:(\d+)\n", line)
-        if not m:
-            self.kill()
-            raise AssertionError(f"unexpected first line {line!r}")
-        return int(m.group(1))
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def close(self):
-        self.kill()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        super().__init__("tandem-worker",
+                         [BIN, "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
+                          "--kv-blocks", str(KV_BLOCKS), "--threads", "1"] + list(extra),
+                         START_TIMEOUT, STOP_TIMEOUT)
 
 
 class WorkerProcessTest(unittest.TestCase):
