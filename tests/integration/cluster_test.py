@@ -18,7 +18,6 @@ TANDEM_WORKER_BIN (the --worker variant is skipped when it does not exist).
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import tempfile
@@ -26,65 +25,14 @@ import threading
 import time
 import unittest
 
+from server_process import Server
+
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
 BIN = os.environ["TANDEM_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]
 WORKER = os.environ.get("TANDEM_WORKER_BIN", "")
 STARTUP_TIMEOUT = 120
 TIMEOUT = 600
-
-
-class Server:
-    """A child process that prints `<name> listening on HOST:PORT` once serving."""
-
-    def __init__(self, args, name):
-        self.name = name
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        self.stderr_lines = []
-        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._stderr_thread.start()
-        self.address = self._read_address()
-
-    def _drain_stderr(self):
-        for line in self.proc.stderr:
-            self.stderr_lines.append(line)
-
-    def _read_address(self):
-        found = {}
-
-        def read():
-            line = self.proc.stdout.readline()
-            m = re.fullmatch(re.escape(self.name) + r" listening on (\S+:\d+)\n", line)
-            if m:
-                found["addr"] = m.group(1)
-            found["line"] = line
-
-        t = threading.Thread(target=read, daemon=True)
-        t.start()
-        t.join(STARTUP_TIMEOUT)
-        if "addr" not in found:
-            self.kill()
-            raise AssertionError(f"{self.name} did not report its address within "
-                                 f"{STARTUP_TIMEOUT} s: got {found.get('line')!r}; stderr: "
-                                 f"{''.join(self.stderr_lines)[-2000:]}")
-        return found["addr"]
-
-    def terminate(self, timeout):
-        """SIGTERM, then the exit code (None when it did not exit in time)."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(30)
-        self.proc.stdout.close()
-        self._stderr_thread.join(30)
-        self.proc.stderr.close()
 
 
 def run_cli(args):

@@ -14,7 +14,7 @@ import subprocess
 import time
 import unittest
 
-from server_process import ServerProcess
+from server_process import Server
 from grpc_lite import grpc_unary, health_status, parse_proto
 
 BIN = os.environ["TANDEM_DRAFT_BIN"]
@@ -48,13 +48,12 @@ def propose_request(seq_id, tokens, start_pos, gamma, greedy=True):
     return _field(1, 2, seq)
 
 
-class Draft(ServerProcess):
+class Draft(Server):
     """A tandem-draft process on 127.0.0.1 with an OS-chosen port."""
     def __init__(self):
-        super().__init__("tandem-draft",
-                         [BIN, "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
+        super().__init__([BIN, "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
                           "--kv-cache-bytes", str(16 << 20), "--threads", "1"],
-                         START_TIMEOUT, STOP_TIMEOUT)
+                         "tandem-draft", startup_timeout=START_TIMEOUT)
 
 
 class DraftProcessTest(unittest.TestCase):
@@ -87,7 +86,7 @@ class DraftProcessTest(unittest.TestCase):
         start = time.monotonic()
         d.proc.send_signal(signal.SIGTERM)
         rc = d.proc.wait(timeout=STOP_TIMEOUT)
-        self.assertEqual(rc, 0, d.proc.stderr.read().decode(errors="replace"))
+        self.assertEqual(rc, 0, d.stderr())
         self.assertLess(time.monotonic() - start, STOP_TIMEOUT)
 
 

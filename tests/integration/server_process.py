@@ -1,49 +1,80 @@
-"""ServerProcess: one tandem server binary started on 127.0.0.1 with --port 0,
-its real port read from the "NAME listening on 127.0.0.1:PORT" line it prints
-once serving (bounded wait). Shared by the integration tests; stdlib only."""
+"""Server: one tandem server binary (worker, coordinator, draft, or mpirun
+running workers) started as a child in its own session. Its address is read
+from the "NAME listening on HOST:PORT" line it prints once serving (bounded
+wait); stderr is drained in the background so a chatty child never blocks.
+Shared by every integration test; stdlib only."""
 import os
 import re
-import selectors
+import signal
 import subprocess
-import time
+import threading
 
 
-class ServerProcess:
-    def __init__(self, name, argv, start_timeout, stop_timeout):
+class Server:
+    def __init__(self, args, name, env=None, startup_timeout=120, required=True):
+        """With `required`, a child that does not report its address within
+        `startup_timeout` seconds is killed and AssertionError raised;
+        otherwise `address` is None and the caller decides (e.g. skip)."""
         self.name = name
-        self.stop_timeout = stop_timeout
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.port = self._read_port(start_timeout)
-
-    def _read_port(self, start_timeout):
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + start_timeout
-        line = b""
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0 or not sel.select(timeout=left):
-                self.kill()
-                raise AssertionError(f"no 'listening' line within {start_timeout} s")
-            chunk = os.read(self.proc.stdout.fileno(), 1)
-            if not chunk:
-                self.proc.wait(timeout=self.stop_timeout)
-                raise AssertionError(f"{self.name} exited early ({self.proc.returncode}): "
-                                     f"{self.proc.stderr.read().decode(errors='replace')}")
-            line += chunk
-        sel.close()
-        m = re.fullmatch(re.escape(self.name.encode()) + rb" listening on 127\.0\.0\.1:(\d+)\n", line)
-        if not m:
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env, start_new_session=True)
+        self.stderr_lines = []
+        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_thread.start()
+        self.address = self._read_address(startup_timeout)
+        if self.address is None and required:
             self.kill()
-            raise AssertionError(f"unexpected first line {line!r}")
-        return int(m.group(1))
+            raise AssertionError(f"{self.name} did not report its address within "
+                                 f"{startup_timeout} s; stderr: {self.stderr()[-2000:]}")
+
+    @property
+    def port(self):
+        return int(self.address.rsplit(":", 1)[1])
+
+    def _drain_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+
+    def stderr(self):
+        """Everything the child wrote to stderr so far (all of it once it exited)."""
+        if self.proc.poll() is not None:
+            self._stderr_thread.join(30)
+        return "".join(self.stderr_lines)
+
+    def _read_address(self, startup_timeout):
+        found = {}
+
+        def read():
+            line = self.proc.stdout.readline()
+            m = re.fullmatch(re.escape(self.name) + r" listening on (\S+:\d+)\n", line)
+            if m:
+                found["addr"] = m.group(1)
+
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        t.join(startup_timeout)
+        return found.get("addr")
+
+    def terminate(self, timeout):
+        """SIGTERM, then the exit code (None when it did not exit in time)."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def kill(self):
+        """Kills the process and its session (mpirun's ranks) if still running."""
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(30)
+        if not self.proc.stdout.closed:
+            self.proc.stdout.close()
+        self._stderr_thread.join(30)
+        if not self.proc.stderr.closed:
+            self.proc.stderr.close()
 
-    def close(self):
-        self.kill()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+    close = kill

@@ -12,14 +12,14 @@ MPIEXEC (the mpirun / mpiexec to use).
 """
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
+
+from server_process import Server
 
 WORKER = os.environ["TANDEM_WORKER_BIN"]
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
@@ -37,61 +37,6 @@ LAUNCH_FAILURES = ("was unable to launch the specified application",
 PROMPTS = ["Once upon a time", "The capital of France is", "def fib(n):",
            "Hello, my name is", "1, 2, 3, 4,", "The quick brown fox",
            "In the beginning", "Water boils at"]
-
-
-class Server:
-    """A child process that prints `<name> listening on HOST:PORT` once serving."""
-
-    def __init__(self, args, name, env=None):
-        self.name = name
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=env, start_new_session=True)
-        self.stderr_lines = []
-        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._stderr_thread.start()
-        self.address = self._read_address()
-
-    def _drain_stderr(self):
-        for line in self.proc.stderr:
-            self.stderr_lines.append(line)
-
-    def stderr(self):
-        return "".join(self.stderr_lines)
-
-    def _read_address(self):
-        found = {}
-
-        def read():
-            line = self.proc.stdout.readline()
-            m = re.fullmatch(re.escape(self.name) + r" listening on (\S+:\d+)\n", line)
-            if m:
-                found["addr"] = m.group(1)
-            found["line"] = line
-
-        t = threading.Thread(target=read, daemon=True)
-        t.start()
-        t.join(STARTUP_TIMEOUT)
-        return found.get("addr")
-
-    def terminate(self, timeout):
-        """SIGTERM, then the exit code (None when it did not exit in time)."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def kill(self):
-        """Kills the process and its session (mpirun's ranks) if still running."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(30)
-        self.proc.stdout.close()
-        self._stderr_thread.join(30)
-        self.proc.stderr.close()
 
 
 def run_cli(args):
@@ -123,7 +68,8 @@ class TensorParallelTest(unittest.TestCase):
         env["OMPI_MCA_mpi_yield_when_idle"] = "1"  # ranks waiting for a plan yield the core
         worker = Server([MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(n),
                          WORKER, "--model", MODEL, "--port", "0", "--precision", "reference",
-                         "--threads", "1"], "tandem-worker", env=env)
+                         "--threads", "1"], "tandem-worker", env=env,
+                         startup_timeout=STARTUP_TIMEOUT, required=False)
         session = worker.proc.pid  # start_new_session: mpirun leads its session
         coordinator = None
         try:

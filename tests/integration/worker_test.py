@@ -15,7 +15,7 @@ import subprocess
 import time
 import unittest
 
-from server_process import ServerProcess
+from server_process import Server
 from grpc_lite import grpc_unary, health_status, parse_proto
 
 BIN = os.environ["TANDEM_WORKER_BIN"]
@@ -24,13 +24,12 @@ START_TIMEOUT = 60
 STOP_TIMEOUT = 10
 KV_BLOCKS = 48
 
-class Worker(ServerProcess):
+class Worker(Server):
     """A tandem-worker process on 127.0.0.1 with an OS-chosen port."""
     def __init__(self, *extra):
-        super().__init__("tandem-worker",
-                         [BIN, "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
+        super().__init__([BIN, "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
                           "--kv-blocks", str(KV_BLOCKS), "--threads", "1"] + list(extra),
-                         START_TIMEOUT, STOP_TIMEOUT)
+                         "tandem-worker", startup_timeout=START_TIMEOUT)
 
 
 class WorkerProcessTest(unittest.TestCase):
@@ -58,7 +57,7 @@ class WorkerProcessTest(unittest.TestCase):
         start = time.monotonic()
         w.proc.send_signal(signal.SIGTERM)
         rc = w.proc.wait(timeout=STOP_TIMEOUT)
-        self.assertEqual(rc, 0, w.proc.stderr.read().decode(errors="replace"))
+        self.assertEqual(rc, 0, w.stderr())
         self.assertLess(time.monotonic() - start, STOP_TIMEOUT)
         self.assertFalse(os.path.exists(f"/proc/{w.proc.pid}"), "the process is gone")
         with self.assertRaises(OSError):
