@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "client/inference_client.h"
+#include "client/result_json.h"
 #include "client/json_request.h"
 #include "coordinator/request.h"
 #include "grpcpp/grpcpp.h"
@@ -99,31 +100,6 @@ Result RunOne(pb::Inference::Stub& stub, const JsonRequest& request, bool want_p
   return result;
 }
 
-// The same object `tandem run --json` prints for one sequence.
-json CompletionJson(const Result& r, const coordinator::Completion& c) {
-  json j;
-  j["prompt_token_ids"] = r.prompt_token_ids;
-  j["token_ids"] = c.token_ids;
-  j["text"] = c.text;
-  j["finish_reason"] = coordinator::FinishReasonName(c.finish_reason);
-  if (r.top_k > 0) {
-    json positions = json::array();
-    json chosen = json::array();
-    for (const coordinator::PositionLogprobs& p : c.logprobs) {
-      json alts = json::array();
-      for (const sampling::TokenLogprob& t : p.top) {
-        alts.push_back({{"token_id", t.token}, {"logprob", t.logprob}});
-      }
-      positions.push_back(alts);
-      chosen.push_back(p.logprob);
-    }
-    j["top_logprobs"] = positions;
-    j["logprobs"] = chosen;
-  }
-  if (r.cached_prompt_tokens > 0) j["prefix_hit_tokens"] = r.cached_prompt_tokens;
-  return j;
-}
-
 int Fail(const std::string& message) {
   std::fprintf(stderr, "tandem generate: %s\n", message.c_str());
   return 1;
@@ -188,16 +164,14 @@ int GenerateCommand(const GenerateOptions& o) {
     }
     if (o.json) {
       for (const coordinator::Completion& c : r.completions) {
-        std::printf("%s\n", CompletionJson(r, c).dump().c_str());
+        std::printf("%s\n", CompletionJson(r.prompt_token_ids, c, r.top_k, r.cached_prompt_tokens)
+                                 .dump()
+                                 .c_str());
       }
     } else if (stream_text) {
       std::printf("\n");
     } else {
-      for (size_t k = 0; k < r.completions.size(); ++k) {
-        std::printf("--- completion %zu (%s)\n%s\n", k,
-                    coordinator::FinishReasonName(r.completions[k].finish_reason),
-                    r.completions[k].text.c_str());
-      }
+      PrintCompletionsText(r.completions);
     }
     std::fflush(stdout);
     if (!r.error.empty()) return Fail("request failed: " + r.error);
@@ -229,23 +203,11 @@ int GenerateCommand(const GenerateOptions& o) {
       std::printf("%s\n", json({{"error", DescribeGrpcStatus(r.status)}}).dump().c_str());
       continue;
     }
-    json line;
-    if (r.completions.size() == 1) {
-      line = CompletionJson(r, r.completions[0]);
-    } else {
-      line["prompt_token_ids"] = r.prompt_token_ids;
-      line["sequences"] = json::array();
-      for (const coordinator::Completion& c : r.completions) {
-        json cj = CompletionJson(r, c);
-        cj.erase("prompt_token_ids");
-        line["sequences"].push_back(cj);
-      }
-    }
-    if (!r.error.empty()) {
-      exit_code = 1;
-      line["error"] = r.error;
-    }
-    std::printf("%s\n", line.dump().c_str());
+    if (!r.error.empty()) exit_code = 1;
+    std::printf("%s\n", RequestLineJson(r.prompt_token_ids, r.completions, r.top_k,
+                                        r.cached_prompt_tokens, r.error)
+                            .dump()
+                            .c_str());
   }
   std::fflush(stdout);
   return exit_code;

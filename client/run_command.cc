@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "client/json_request.h"
+#include "client/result_json.h"
 #include "common/status_macros.h"
 #include "coordinator/local_worker_group.h"
 #include "coordinator/scheduler.h"
@@ -42,30 +43,6 @@ class CliObserver : public coordinator::RequestObserver {
   bool stream_text_;
   std::map<int64_t, RequestOutput> outputs_;
 };
-
-json CompletionJson(const RequestOutput& out, const coordinator::Completion& c, int32_t top_k) {
-  json j;
-  j["prompt_token_ids"] = out.prompt_token_ids;
-  j["token_ids"] = c.token_ids;
-  j["text"] = c.text;
-  j["finish_reason"] = coordinator::FinishReasonName(c.finish_reason);
-  if (top_k > 0) {
-    json positions = json::array();
-    for (const coordinator::PositionLogprobs& p : c.logprobs) {
-      json alts = json::array();
-      for (const sampling::TokenLogprob& t : p.top) {
-        alts.push_back({{"token_id", t.token}, {"logprob", t.logprob}});
-      }
-      positions.push_back(alts);
-    }
-    j["top_logprobs"] = positions;
-    json chosen = json::array();
-    for (const coordinator::PositionLogprobs& p : c.logprobs) chosen.push_back(p.logprob);
-    j["logprobs"] = chosen;
-  }
-  if (out.prefix_hit_tokens > 0) j["prefix_hit_tokens"] = out.prefix_hit_tokens;
-  return j;
-}
 
 // Turns one request's prompt (text, chat or ids) into token ids.
 absl::StatusOr<std::vector<int32_t>> PromptTokens(const tokenizer::Tokenizer& tok,
@@ -196,31 +173,18 @@ int RunCommand(const RunOptions& o) {
     const int32_t top_k = requests[i].params.logprobs;
     if (o.json && !o.requests_file) {
       for (const auto& c : out.completions) {
-        std::printf("%s\n", CompletionJson(out, c, top_k).dump().c_str());
+        std::printf("%s\n",
+                    CompletionJson(out.prompt_token_ids, c, top_k, out.prefix_hit_tokens).dump().c_str());
       }
     } else if (o.requests_file) {
-      json line;
-      if (out.completions.size() == 1) {
-        line = CompletionJson(out, out.completions[0], top_k);
-      } else {
-        line["prompt_token_ids"] = out.prompt_token_ids;
-        line["sequences"] = json::array();
-        for (const auto& c : out.completions) {
-          json cj = CompletionJson(out, c, top_k);
-          cj.erase("prompt_token_ids");
-          line["sequences"].push_back(cj);
-        }
-      }
-      if (!out.error.empty()) line["error"] = out.error;
-      std::printf("%s\n", line.dump().c_str());
+      std::printf("%s\n", RequestLineJson(out.prompt_token_ids, out.completions, top_k,
+                                          out.prefix_hit_tokens, out.error)
+                              .dump()
+                              .c_str());
     } else if (stream_text) {
       std::printf("\n");
     } else {
-      for (size_t k = 0; k < out.completions.size(); ++k) {
-        std::printf("--- completion %zu (%s)\n%s\n", k,
-                    coordinator::FinishReasonName(out.completions[k].finish_reason),
-                    out.completions[k].text.c_str());
-      }
+      PrintCompletionsText(out.completions);
     }
   }
   std::fflush(stdout);
