@@ -64,14 +64,6 @@ InferenceService::InferenceService(const tokenizer::Tokenizer* tokenizer,
                                    const WorkerGroupInfo& info)
     : tokenizer_(tokenizer), info_(info) {}
 
-void InferenceService::set_groups(std::vector<SchedulerLoop*> loops,
-                                  std::vector<std::string> names,
-                                  const RouterConfig& router_config) {
-  CHECK(loops.size() == names.size(), "%d loops for %d names", loops.size(), names.size());
-  loops_ = std::move(loops);
-  router_ = std::make_unique<Router>(router_config, std::move(names));
-}
-
 absl::StatusOr<std::vector<int32_t>> InferenceService::PromptTokens(
     const pb::GenerateRequest& request) const {
   switch (request.prompt_case()) {
@@ -144,20 +136,19 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
     absl::MutexLock lock(&registry_mutex_);
     streams_.erase(id);
   };
-  std::vector<GroupLoad> loads;
-  loads.reserve(loops_.size());
-  for (const SchedulerLoop* loop : loops_) loads.push_back({loop->load(), loop->healthy()});
-  absl::StatusOr<int32_t> group = router_->Choose(native.prompt_tokens, loads);
+  // Held until the request is over: the group outlives it even if
+  // discovery drops the group meanwhile.
+  absl::StatusOr<std::shared_ptr<WorkerGroupEntry>> group = pool_->Route(native.prompt_tokens);
   if (!group.ok()) {
     unregister();
     return ToGrpcStatus(group.status());
   }
-  SchedulerLoop* loop = loops_[*group];
+  SchedulerLoop* loop = (*group)->loop.get();
   if (absl::Status s = loop->Submit(std::move(native)); !s.ok()) {
     unregister();
     return ToGrpcStatus(s);
   }
-  TANDEM_LOG(kVerbose, "request %d submitted to group %d", id.value(), *group);
+  TANDEM_LOG(kVerbose, "request %d submitted to group %s", id.value(), (*group)->name);
 
   // The deadline is checked here; cancellation is polled between waits
   // because the synchronous API has no cancellation callback. A wait returns
@@ -313,6 +304,29 @@ grpc::Status InferenceService::ModelInfo(grpc::ServerContext*, const pb::ModelIn
   for (int32_t id : tokenizer_->EndOfGenerationIds()) response->add_eos_token_ids(id);
   response->set_has_chat_template(!tokenizer_->vocab().chat_template.empty());
   response->add_decoding_modes(pb::DECODING_MODE_SAMPLING);
+  for (const WorkerGroupStatusSnapshot& g : pool_->Statuses()) {
+    pb::WorkerGroupStatus* out = response->add_worker_groups();
+    out->set_address(g.name);
+    out->set_healthy(g.healthy);
+    out->set_draining(g.draining);
+    out->set_load(g.load);
+    out->set_num_steps(g.stats.scheduler.num_steps_ok);
+    out->set_step_ms(g.stats.scheduler.step_ms);
+    out->set_worker_step_ms(g.stats.scheduler.worker_step_ms);
+    out->set_num_generated_tokens(g.stats.scheduler.num_generated_tokens);
+    out->set_num_prompt_tokens_computed(g.stats.scheduler.num_prompt_tokens_computed);
+    out->set_num_preemptions(g.stats.scheduler.num_preemptions);
+    out->set_num_blocks_used(g.stats.kv.num_blocks_used);
+    out->set_num_blocks_total(g.stats.kv.num_blocks_total);
+  }
+  if (drafts_ != nullptr) {
+    for (const DraftWorkerStatusSnapshot& d : drafts_->Statuses()) {
+      pb::DraftWorkerStatus* out = response->add_draft_workers();
+      out->set_address(d.address);
+      out->set_healthy(d.healthy);
+      out->set_model_name(d.model_name);
+    }
+  }
   return grpc::Status::OK;
 }
 

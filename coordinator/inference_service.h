@@ -1,9 +1,8 @@
 // InferenceService: the public tandem.v1.Inference gRPC API over one or more
-// worker groups, each driven by its own Scheduler and SchedulerLoop. Handler
-// threads parse and validate each request into a native GenerateRequest, let
-// the Router pick a group, submit it through that group's SchedulerLoop and
-// drain the
-// request's RequestStream, which the scheduler thread fills through this
+// worker groups (a WorkerGroupPool), each driven by its own Scheduler and
+// SchedulerLoop. Handler threads parse and validate each request into a
+// native GenerateRequest, let the pool's Router pick a group, submit it
+// through that group's SchedulerLoop and drain the request's RequestStream, which the scheduler thread fills through this
 // class's RequestObserver callbacks. Proto types and gRPC status codes stop
 // here (DESIGN.md "Boundaries", "Errors").
 //
@@ -24,9 +23,9 @@
 #include "absl/synchronization/mutex.h"
 #include "coordinator/request.h"
 #include "coordinator/request_stream.h"
-#include "coordinator/router.h"
-#include "coordinator/scheduler_loop.h"
+#include "coordinator/draft_worker_set.h"
 #include "coordinator/worker_group.h"
+#include "coordinator/worker_group_pool.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "tandem/v1/inference.grpc.pb.h"
 
@@ -35,18 +34,16 @@ namespace tandem::coordinator {
 class InferenceService final : public tandem::v1::Inference::Service, public RequestObserver {
  public:
   // `tokenizer` and `info` describe the served model and must outlive the
-  // service. Call set_loop() before serving.
+  // service. Call set_pool() before serving.
   InferenceService(const tokenizer::Tokenizer* tokenizer, const WorkerGroupInfo& info);
 
-  // The loop that runs the Scheduler this service observes; must outlive the
-  // server's handlers. One group, no routing choice.
-  void set_loop(SchedulerLoop* loop) { set_groups({loop}, {"local"}, RouterConfig{}); }
-  // Several groups (replicas): `loops[i]` runs group `names[i]`'s scheduler,
-  // each of which reports to this service. Requests are routed by a Router
-  // built from `router_config`. Call before serving; loops must outlive the
-  // server's handlers.
-  void set_groups(std::vector<SchedulerLoop*> loops, std::vector<std::string> names,
-                  const RouterConfig& router_config);
+  // The groups requests run on, whose schedulers report to this service;
+  // `drafts` (may be null) the draft workers ModelInfo lists. Both must
+  // outlive the server's handlers. Call before serving.
+  void set_pool(WorkerGroupPool* pool, const DraftWorkerSet* drafts) {
+    pool_ = pool;
+    drafts_ = drafts;
+  }
   // New generation requests are refused with UNAVAILABLE from now on
   // (SIGTERM); requests already admitted run to completion.
   void StopAdmitting() { admitting_.store(false); }
@@ -82,8 +79,8 @@ class InferenceService final : public tandem::v1::Inference::Service, public Req
 
   const tokenizer::Tokenizer* tokenizer_;
   WorkerGroupInfo info_;
-  std::vector<SchedulerLoop*> loops_;
-  std::unique_ptr<Router> router_;
+  WorkerGroupPool* pool_ = nullptr;
+  const DraftWorkerSet* drafts_ = nullptr;
   std::atomic<bool> admitting_{true};
   std::atomic<int64_t> next_request_id_{1};
 

@@ -1,7 +1,12 @@
 // tandem-coordinator: the public Inference gRPC server of a tandem cluster.
-//   tandem-coordinator --model M.gguf --worker HOST:PORT[,HOST:PORT...]
-//                                      (tandem-worker groups, one replica each)
+//   tandem-coordinator --model M.gguf --worker TARGET[,TARGET...]
+//                      [--draft TARGET[,TARGET...]]
+//                                      (tandem-worker groups, one replica each;
+//                                       tandem-draft workers)
 //   tandem-coordinator --model M.gguf --local              (model in-process)
+// A TARGET is HOST:PORT or dns:///NAME:PORT (every address NAME resolves to,
+// re-resolved every --resolve-interval-ms: replicas and drafts come and go
+// without a restart; see coordinator/target_resolver.h).
 //
 // Thread model: the main thread parses flags, builds everything, starts the
 // server, prints "tandem-coordinator listening on HOST:PORT" and then waits in
@@ -10,10 +15,12 @@
 // their results; one scheduler thread per worker group (SchedulerLoop) owns
 // that group's Scheduler, runs every step and, when the group's worker is
 // lost, reconnects it about once a second (in --local mode the model's thread
-// pool runs each forward under the one loop).
+// pool runs each forward under the one loop). Two discovery threads (worker
+// groups, draft workers) re-resolve the targets and add, drain and drop
+// groups and drafts (WorkerGroupPool, DraftWorkerSet).
 // Shutdown: health NOT_SERVING, refuse new requests (UNAVAILABLE), server
-// Shutdown with a 10 s grace deadline for in-flight streams, join the
-// scheduler threads, exit 0.
+// Shutdown with a 10 s grace deadline for in-flight streams, stop discovery,
+// join the scheduler threads, exit 0.
 #include <pthread.h>
 
 #include <csignal>
@@ -26,14 +33,18 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
+#include "absl/strings/str_join.h"
 #include "common/command_line.h"
+#include "coordinator/discovery.h"
+#include "coordinator/draft_worker_set.h"
 #include "coordinator/grpc_worker_group.h"
 #include "coordinator/inference_service.h"
 #include "coordinator/local_worker_group.h"
 #include "coordinator/router.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/scheduler_loop.h"
+#include "coordinator/target_resolver.h"
+#include "coordinator/worker_group_pool.h"
 #include "engine/model/kv_budget.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/kv/kv_storage.h"
@@ -48,10 +59,16 @@ ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on");
 ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one)");
 ABSL_FLAG(std::string, model, "", "GGUF model: its tokenizer always; the model itself with --local");
 ABSL_FLAG(std::string, worker, "",
-          "Target worker group addresses HOST:PORT, comma-separated (one tandem-worker group "
-          "each; requests are routed by load and prefix affinity)");
+          "Target worker groups, comma-separated: HOST:PORT or dns:///NAME:PORT (every address "
+          "NAME resolves to; re-resolved). One tandem-worker group each; requests are routed by "
+          "load and prefix affinity");
+ABSL_FLAG(std::string, draft, "",
+          "Draft workers (tandem-draft), comma-separated: HOST:PORT or dns:///NAME:PORT");
+ABSL_FLAG(int32_t, resolve_interval_ms, 5000,
+          "How often dns:/// targets are re-resolved (and unreachable ones retried)");
 ABSL_FLAG(bool, local, false, "Run the model in-process instead of connecting to --worker");
-ABSL_FLAG(int32_t, connect_timeout_s, 30, "--worker: seconds to wait for the worker to answer");
+ABSL_FLAG(int32_t, connect_timeout_s, 30,
+          "--worker: seconds to wait at start-up for the first worker group to answer");
 ABSL_FLAG(int32_t, threads, 0, "--local: threads for one forward (0 = every core)");
 ABSL_FLAG(int64_t, kv_cache_bytes, 512ll << 20, "--local: KV cache capacity in bytes");
 ABSL_FLAG(int32_t, kv_blocks, 0, "--local: KV cache capacity in blocks (overrides bytes)");
@@ -73,7 +90,7 @@ int Fail(const absl::Status& s) {
 }
 
 // The in-process group of --local mode (the model is kept alive beside it).
-absl::StatusOr<std::unique_ptr<coordinator::WorkerGroup>> MakeLocalGroup(
+absl::StatusOr<coordinator::WorkerGroupPool::Connected> MakeLocalGroup(
     const std::string& model_path, const tokenizer::Tokenizer& tok,
     std::unique_ptr<model::Model>* model_out) {
   model::ModelOptions model_options;
@@ -96,7 +113,40 @@ absl::StatusOr<std::unique_ptr<coordinator::WorkerGroup>> MakeLocalGroup(
       coordinator::LocalWorkerGroup::Create(model->get(), config);
   if (!group.ok()) return group.status();
   *model_out = *std::move(model);
-  return std::unique_ptr<coordinator::WorkerGroup>(std::move(*group));
+  return coordinator::WorkerGroupPool::Connected{std::move(*group), nullptr};
+}
+
+// Connects a tandem-worker group (the pool's connector).
+absl::StatusOr<coordinator::WorkerGroupPool::Connected> ConnectRemote(const std::string& address,
+                                                                      absl::Duration timeout) {
+  absl::StatusOr<std::unique_ptr<coordinator::GrpcWorkerGroup>> g =
+      coordinator::GrpcWorkerGroup::Connect(address, timeout);
+  if (!g.ok()) return g.status();
+  coordinator::GrpcWorkerGroup* remote = g->get();
+  return coordinator::WorkerGroupPool::Connected{*std::move(g), remote};
+}
+
+// Start-up: resolves `discovery`'s targets and connects until one group
+// answers (the model's geometry comes from it), within `timeout`. The
+// others are connected by the pool's first Reconcile.
+absl::StatusOr<std::pair<std::string, coordinator::WorkerGroupPool::Connected>> ConnectFirst(
+    coordinator::Discovery& discovery, absl::Duration timeout, const std::string& spec) {
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Status last = absl::NotFoundError("no address resolved");
+  while (true) {
+    for (const std::string& address : discovery.Resolve()) {
+      absl::Duration left = std::max(deadline - absl::Now(), absl::Milliseconds(100));
+      absl::StatusOr<coordinator::WorkerGroupPool::Connected> c =
+          ConnectRemote(address, std::min(left, absl::Seconds(5)));
+      if (c.ok()) return std::make_pair(address, *std::move(c));
+      last = c.status();
+    }
+    if (absl::Now() >= deadline) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  return absl::UnavailableError(absl::StrFormat(
+      "no worker group of --worker '%s' answered within %s; last error: %s", spec,
+      absl::FormatDuration(timeout), last.ToString()));
 }
 
 }  // namespace
@@ -117,21 +167,37 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const std::string model_path = absl::GetFlag(FLAGS_model);
-  const std::string worker_address = absl::GetFlag(FLAGS_worker);
-  const std::vector<std::string> worker_addresses =
-      absl::StrSplit(worker_address, ',', absl::SkipWhitespace());
+  const std::string worker_spec = absl::GetFlag(FLAGS_worker);
+  const std::string draft_spec = absl::GetFlag(FLAGS_draft);
   const bool local = absl::GetFlag(FLAGS_local);
   if (model_path.empty()) {
     return Fail(absl::InvalidArgumentError("--model PATH is required (the tokenizer comes from it)"));
   }
-  if (local == !worker_address.empty()) {
-    return Fail(absl::InvalidArgumentError("give exactly one of --worker HOST:PORT or --local"));
+  if (local == !worker_spec.empty()) {
+    return Fail(absl::InvalidArgumentError("give exactly one of --worker TARGET or --local"));
   }
   const int32_t port = absl::GetFlag(FLAGS_port);
   if (port < 0 || port > 65535) {
     return Fail(absl::InvalidArgumentError(
         absl::StrFormat("--port %d is out of range: must be in [0, 65535]", port)));
   }
+  const int32_t resolve_interval_ms = absl::GetFlag(FLAGS_resolve_interval_ms);
+  if (resolve_interval_ms < 100 || resolve_interval_ms > 3600000) {
+    return Fail(absl::InvalidArgumentError(absl::StrFormat(
+        "--resolve-interval-ms %d is out of range: must be in [100, 3600000]",
+        resolve_interval_ms)));
+  }
+  const absl::Duration resolve_interval = absl::Milliseconds(resolve_interval_ms);
+  absl::StatusOr<std::vector<coordinator::Target>> worker_targets =
+      coordinator::ParseTargetList(worker_spec);
+  if (!worker_targets.ok()) return Fail(worker_targets.status());
+  if (!local && worker_targets->empty()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrFormat("--worker '%s' names no target", worker_spec)));
+  }
+  absl::StatusOr<std::vector<coordinator::Target>> draft_targets =
+      coordinator::ParseTargetList(draft_spec);
+  if (!draft_targets.ok()) return Fail(draft_targets.status());
 
   absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file = gguf::GgufFile::Open(model_path);
   if (!file.ok()) return Fail(file.status());
@@ -141,73 +207,65 @@ int main(int argc, char** argv) {
       tokenizer::Tokenizer::Create(*std::move(vocab));
   if (!tok.ok()) return Fail(tok.status());
 
-  std::unique_ptr<model::Model> model;
-  std::vector<std::unique_ptr<coordinator::WorkerGroup>> groups;
-  std::vector<coordinator::GrpcWorkerGroup*> remotes;  // [groups]; null in --local mode
-  std::vector<std::string> names;                       // [groups]
-  if (local) {
-    absl::StatusOr<std::unique_ptr<coordinator::WorkerGroup>> g =
-        MakeLocalGroup(model_path, **tok, &model);
-    if (!g.ok()) return Fail(g.status());
-    groups.push_back(*std::move(g));
-    remotes.push_back(nullptr);
-    names.push_back("local");
-  } else {
-    if (worker_addresses.empty()) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrFormat("--worker '%s' names no HOST:PORT", worker_address)));
-    }
-    for (const std::string& address : worker_addresses) {
-      absl::StatusOr<std::unique_ptr<coordinator::GrpcWorkerGroup>> g =
-          coordinator::GrpcWorkerGroup::Connect(
-              address, absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_s)));
-      if (!g.ok()) return Fail(g.status());
-      remotes.push_back(g->get());
-      names.push_back(address);
-      groups.push_back(*std::move(g));
-    }
-  }
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const coordinator::WorkerGroupInfo& info = groups[i]->info();
-    if (info.vocab_size != (*tok)->vocab_size()) {
-      return Fail(absl::InvalidArgumentError(absl::StrFormat(
-          "the worker group %s's vocabulary has %d tokens but --model's tokenizer has %d",
-          names[i], info.vocab_size, (*tok)->vocab_size())));
-    }
-    const coordinator::WorkerGroupInfo& first = groups[0]->info();
-    if (info.model_name != first.model_name || info.context_length != first.context_length ||
-        info.block_size != first.block_size) {
-      return Fail(absl::InvalidArgumentError(absl::StrFormat(
-          "worker group %s serves '%s' (context %d, block size %d) but %s serves '%s' "
-          "(context %d, block size %d); every group must be a replica of one model",
-          names[i], info.model_name, info.context_length, info.block_size, names[0],
-          first.model_name, first.context_length, first.block_size)));
-    }
-  }
-
   coordinator::SchedulerConfig sched_config;
   sched_config.max_num_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens);
   sched_config.max_num_seqs = absl::GetFlag(FLAGS_max_seqs);
   sched_config.enable_prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
   if (absl::Status s = coordinator::ValidateSchedulerConfig(sched_config); !s.ok()) return Fail(s);
+
+  // The first group fixes the served model's geometry; every later one must
+  // match it (WorkerGroupPool::Add).
+  std::unique_ptr<model::Model> model;
+  std::string first_name = "local";
+  absl::StatusOr<coordinator::WorkerGroupPool::Connected> first;
+  std::unique_ptr<coordinator::WorkerGroupPool> pool;
+  std::unique_ptr<coordinator::Discovery> worker_discovery;
+  if (local) {
+    first = MakeLocalGroup(model_path, **tok, &model);
+  } else {
+    worker_discovery = std::make_unique<coordinator::Discovery>(
+        "worker group", *worker_targets, resolve_interval,
+        [&pool, resolve_interval](const std::vector<std::string>& addresses) {
+          pool->Reconcile(addresses, std::min(resolve_interval, absl::Seconds(2)));
+        });
+    absl::StatusOr<std::pair<std::string, coordinator::WorkerGroupPool::Connected>> connected =
+        ConnectFirst(*worker_discovery, absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_s)),
+                     worker_spec);
+    if (connected.ok()) {
+      first_name = connected->first;
+      first = std::move(connected->second);
+    } else {
+      first = connected.status();
+    }
+  }
+  if (!first.ok()) return Fail(first.status());
+  const coordinator::WorkerGroupInfo info = first->group->info();
+
   coordinator::RouterConfig router_config;
-  router_config.block_size = groups[0]->info().block_size;
+  router_config.block_size = info.block_size;
   router_config.affinity_max_extra_load = absl::GetFlag(FLAGS_affinity_max_extra_load);
   if (absl::Status s = coordinator::ValidateRouterConfig(router_config); !s.ok()) return Fail(s);
 
-  coordinator::InferenceService service(tok->get(), groups[0]->info());
-  std::vector<std::unique_ptr<coordinator::Scheduler>> schedulers;
-  std::vector<std::unique_ptr<coordinator::SchedulerLoop>> loops;
-  std::vector<coordinator::SchedulerLoop*> loop_ptrs;
-  for (size_t i = 0; i < groups.size(); ++i) {
-    schedulers.push_back(std::make_unique<coordinator::Scheduler>(sched_config, groups[i].get(),
-                                                                  tok->get(), &service));
-    loops.push_back(std::make_unique<coordinator::SchedulerLoop>(schedulers[i].get(), remotes[i]));
-    loop_ptrs.push_back(loops[i].get());
+  coordinator::InferenceService service(tok->get(), info);
+  pool = std::make_unique<coordinator::WorkerGroupPool>(sched_config, router_config, tok->get(),
+                                                        &service, ConnectRemote);
+  if (absl::Status s = pool->Add(first_name, *std::move(first)); !s.ok()) return Fail(s);
+  coordinator::DraftWorkerSet drafts((*tok)->vocab_size());
+  service.set_pool(pool.get(), &drafts);
+  std::unique_ptr<coordinator::Discovery> draft_discovery;
+  if (!draft_targets->empty()) {
+    draft_discovery = std::make_unique<coordinator::Discovery>(
+        "draft worker", *draft_targets, resolve_interval,
+        [&drafts, resolve_interval](const std::vector<std::string>& addresses) {
+          drafts.Reconcile(addresses, std::min(resolve_interval, absl::Seconds(2)));
+        });
+    draft_discovery->Start();
   }
-  service.set_groups(loop_ptrs, names, router_config);
+  if (worker_discovery != nullptr) worker_discovery->Start();
   auto shutdown_loops = [&] {
-    for (auto& loop : loops) loop->Shutdown();
+    if (worker_discovery != nullptr) worker_discovery->Shutdown();
+    if (draft_discovery != nullptr) draft_discovery->Shutdown();
+    pool.reset();
   };
 
   grpc::EnableDefaultHealthCheckService(true);

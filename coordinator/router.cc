@@ -27,8 +27,7 @@ absl::Status ValidateRouterConfig(const RouterConfig& config) {
   return absl::OkStatus();
 }
 
-Router::Router(const RouterConfig& config, std::vector<std::string> group_names)
-    : config_(config), names_(std::move(group_names)), keys_(names_.size()) {
+Router::Router(const RouterConfig& config) : config_(config) {
   absl::Status status = ValidateRouterConfig(config);
   CHECK(status.ok(), "%s", status.ToString());
 }
@@ -67,26 +66,30 @@ void Router::Remember(KeySet& set, std::span<const uint64_t> keys) {
   }
 }
 
-absl::StatusOr<int32_t> Router::Choose(std::span<const int32_t> prompt,
+void Router::Forget(int64_t id) {
+  absl::MutexLock lock(&mutex_);
+  keys_.erase(id);
+}
+
+absl::StatusOr<int64_t> Router::Choose(std::span<const int32_t> prompt,
                                        std::span<const GroupLoad> groups) {
-  CHECK(groups.size() == names_.size(), "%d group states for %d groups", groups.size(),
-        names_.size());
   const std::vector<uint64_t> keys = BlockKeys(prompt);
   absl::MutexLock lock(&mutex_);
   int64_t min_load = std::numeric_limits<int64_t>::max();
-  for (size_t g = 0; g < groups.size(); ++g) {
-    if (!groups[g].healthy) {
+  for (const GroupLoad& g : groups) {
+    if (!g.healthy) {
       // Its worker restarts from an empty cache: forget what was routed there.
-      keys_[g].order.clear();
-      keys_[g].index.clear();
+      keys_.erase(g.id);
       continue;
     }
-    min_load = std::min(min_load, groups[g].load);
+    min_load = std::min(min_load, g.load);
   }
   if (min_load == std::numeric_limits<int64_t>::max()) {
+    std::vector<std::string> names;
+    for (const GroupLoad& g : groups) names.push_back(g.name);
     return absl::UnavailableError(absl::StrFormat(
-        "no worker group is available: all %d (%s) are down or reconnecting", names_.size(),
-        names_.empty() ? "none configured" : absl::StrJoin(names_, ", ")));
+        "no worker group is available: all %d (%s) are down or reconnecting", groups.size(),
+        names.empty() ? "none known" : absl::StrJoin(names, ", ")));
   }
   const int32_t n = static_cast<int32_t>(groups.size());
   // The group with the longest leading match; the less loaded one on ties.
@@ -94,7 +97,9 @@ absl::StatusOr<int32_t> Router::Choose(std::span<const int32_t> prompt,
   int32_t best_match = 0;
   for (int32_t g = 0; g < n; ++g) {
     if (!groups[g].healthy) continue;
-    int32_t match = MatchLength(keys_[g], keys);
+    auto it = keys_.find(groups[g].id);
+    if (it == keys_.end()) continue;
+    int32_t match = MatchLength(it->second, keys);
     if (match > best_match ||
         (match == best_match && match > 0 && groups[g].load < groups[affine].load)) {
       best_match = match;
@@ -112,8 +117,8 @@ absl::StatusOr<int32_t> Router::Choose(std::span<const int32_t> prompt,
     }
     next_tie_ = static_cast<uint64_t>(chosen) + 1;
   }
-  Remember(keys_[chosen], keys);
-  return chosen;
+  Remember(keys_[groups[chosen].id], keys);
+  return groups[chosen].id;
 }
 
 }  // namespace tandem::coordinator

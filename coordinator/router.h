@@ -13,6 +13,10 @@
 // chosen, and their remembered keys are dropped (a reconnected worker starts
 // with an empty cache).
 //
+// Groups come and go (discovery): each is named by a stable id, the caller
+// passes the current set to every Choose, and Forget drops a removed
+// group's keys.
+//
 // Thread-safety: every method may be called from any thread (one mutex).
 #ifndef TANDEM_COORDINATOR_ROUTER_H_
 #define TANDEM_COORDINATOR_ROUTER_H_
@@ -25,6 +29,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
@@ -45,24 +50,25 @@ absl::Status ValidateRouterConfig(const RouterConfig& config);
 
 // A group as the router sees it when choosing (a snapshot).
 struct GroupLoad {
+  int64_t id = 0;        // stable while the group exists; never reused
+  std::string name;      // e.g. its address, for errors
   int64_t load = 0;      // requests queued or running
   bool healthy = true;   // false while the group is broken / reconnecting
 };
 
 class Router {
  public:
-  // `group_names` (e.g. addresses) name the groups in errors; one per group.
   // `config` must pass ValidateRouterConfig (CHECKed).
-  Router(const RouterConfig& config, std::vector<std::string> group_names);
+  explicit Router(const RouterConfig& config);
 
-  int32_t num_groups() const { return static_cast<int32_t>(names_.size()); }
-
-  // Chooses the group for a request with `prompt`, given each group's
-  // current state (`groups.size()` must equal num_groups(), CHECKed), and
-  // remembers the prompt's full blocks for the chosen group. UNAVAILABLE,
-  // naming every group, when no group is healthy (or there are none).
-  absl::StatusOr<int32_t> Choose(std::span<const int32_t> prompt,
+  // Chooses among `groups` (the groups routable now, ids distinct) the one
+  // for a request with `prompt`, returns its id and remembers the prompt's
+  // full blocks for it. UNAVAILABLE, naming every group, when no group is
+  // healthy (or there are none).
+  absl::StatusOr<int64_t> Choose(std::span<const int32_t> prompt,
                                  std::span<const GroupLoad> groups);
+  // Drops what was routed to group `id` (it was removed). No-op if unknown.
+  void Forget(int64_t id);
 
   // Chain keys of the prompt's full blocks, in order.
   std::vector<uint64_t> BlockKeys(std::span<const int32_t> prompt) const;
@@ -79,9 +85,9 @@ class Router {
   void Remember(KeySet& set, std::span<const uint64_t> keys) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const RouterConfig config_;
-  const std::vector<std::string> names_;
   absl::Mutex mutex_;
-  std::vector<KeySet> keys_ ABSL_GUARDED_BY(mutex_);  // [num_groups]
+  // Per group id; node-based so a KeySet's list iterators survive rehashing.
+  absl::node_hash_map<int64_t, KeySet> keys_ ABSL_GUARDED_BY(mutex_);
   uint64_t next_tie_ ABSL_GUARDED_BY(mutex_) = 0;      // round-robin cursor
 };
 

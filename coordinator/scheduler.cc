@@ -5,6 +5,8 @@
 #include <random>
 
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/logging.h"
 #include "engine/sampling/stop_checker.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
@@ -221,6 +223,7 @@ void Scheduler::Admit(RequestState* r) {
 }
 
 absl::StatusOr<bool> Scheduler::Step() {
+  const absl::Time step_start = absl::Now();
   DrainInbox();
   worker::StepPlan plan;
   plan.step_id = next_step_id_++;
@@ -345,6 +348,7 @@ absl::StatusOr<bool> Scheduler::Step() {
     return result.status();
   }
   stats_.forward_ms += result->timings.forward_ms;
+  stats_.worker_step_ms += result->timings.total_ms;
 
   absl::flat_hash_map<SeqId, Sequence*> by_id;
   for (Sequence* seq : scheduled) {
@@ -365,6 +369,8 @@ absl::StatusOr<bool> Scheduler::Step() {
     }
   }
   EraseDoneRequests();
+  ++stats_.num_steps_ok;
+  stats_.step_ms += absl::ToDoubleMilliseconds(absl::Now() - step_start);
   return true;
 }
 

@@ -45,6 +45,13 @@ struct SchedulerStats {
   int64_t num_preemptions = 0;
   int64_t num_prompt_tokens_computed = 0;
   int64_t num_generated_tokens = 0;
+  // Steps that ran a plan on the worker group and succeeded, and their wall
+  // time here (scheduling, the group's Step, folding results) against the
+  // time the group reported inside its steps (StepTimings total_ms): the
+  // difference is the coordinator<->worker overhead.
+  int64_t num_steps_ok = 0;
+  double step_ms = 0;
+  double worker_step_ms = 0;
   double forward_ms = 0;
 };
 

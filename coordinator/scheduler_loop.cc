@@ -6,7 +6,10 @@ namespace tandem::coordinator {
 
 SchedulerLoop::SchedulerLoop(Scheduler* scheduler, GrpcWorkerGroup* remote,
                              const SchedulerLoopOptions& options)
-    : scheduler_(scheduler), remote_(remote), options_(options), thread_([this] { Run(); }) {}
+    : scheduler_(scheduler), remote_(remote), options_(options) {
+  Publish();
+  thread_ = std::thread([this] { Run(); });
+}
 
 SchedulerLoop::~SchedulerLoop() { Shutdown(); }
 
@@ -19,6 +22,17 @@ absl::Status SchedulerLoop::Submit(GenerateRequest request) {
 void SchedulerLoop::Cancel(RequestId id) {
   scheduler_->Cancel(id);
   Wake();
+}
+
+SchedulerLoop::Snapshot SchedulerLoop::snapshot() const {
+  absl::MutexLock lock(&snapshot_mutex_);
+  return snapshot_;
+}
+
+void SchedulerLoop::Publish() {
+  Snapshot snapshot{scheduler_->stats(), scheduler_->kv_stats()};
+  absl::MutexLock lock(&snapshot_mutex_);
+  snapshot_ = snapshot;
 }
 
 void SchedulerLoop::Wake() {
@@ -42,6 +56,7 @@ void SchedulerLoop::TryReconnect() {
   }
   // The worker was Reset: no sequence and no cached KV block survive there.
   scheduler_->ResetKvCache();
+  Publish();
   num_reconnects_.fetch_add(1);
   healthy_.store(true);
   TANDEM_LOG(kInfo, "worker group at %s reconnected; taking requests again",
@@ -71,6 +86,7 @@ void SchedulerLoop::Run() {
     }
     while (scheduler_->HasWork()) {
       absl::StatusOr<bool> stepped = scheduler_->Step();
+      Publish();
       if (!stepped.ok()) {
         // The scheduler already failed the step's requests; keep serving.
         TANDEM_LOG(kError, "scheduler step failed: %s", stepped.status().ToString());

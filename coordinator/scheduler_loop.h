@@ -62,12 +62,21 @@ class SchedulerLoop {
   bool healthy() const { return healthy_.load(); }
   // Successful reconnects so far.
   int64_t num_reconnects() const { return num_reconnects_.load(); }
+  // The scheduler's counters and KV occupancy as of the last step (a copy
+  // the scheduler thread publishes after every step).
+  struct Snapshot {
+    SchedulerStats scheduler;
+    kv::KvStats kv;
+  };
+  Snapshot snapshot() const;
 
  private:
   void Run();
   void Wake();
   // One bounded Reconnect attempt of the broken group (scheduler thread).
   void TryReconnect();
+  // Copies the scheduler's counters into snapshot_ (scheduler thread).
+  void Publish();
 
   Scheduler* scheduler_;
   GrpcWorkerGroup* remote_;
@@ -77,7 +86,9 @@ class SchedulerLoop {
   absl::Mutex mutex_;
   bool wake_ ABSL_GUARDED_BY(mutex_) = false;
   bool stop_ ABSL_GUARDED_BY(mutex_) = false;
-  std::thread thread_;
+  mutable absl::Mutex snapshot_mutex_;
+  Snapshot snapshot_ ABSL_GUARDED_BY(snapshot_mutex_);
+  std::thread thread_;  // last: starts after every other member exists
 };
 
 }  // namespace tandem::coordinator
