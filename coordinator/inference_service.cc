@@ -49,6 +49,7 @@ void FillUsage(const RequestOutput& out, pb::Usage* usage, pb::RequestTimings* t
   usage->set_total_tokens(prompt_tokens + completion_tokens);
   usage->set_cached_prompt_tokens(out.prefix_hit_tokens);
   // The scheduler reports no admission time yet, so queue_ms stays 0.
+  timings->set_queue_ms(out.queue_ms);
   timings->set_time_to_first_token_ms(out.time_to_first_token_ms);
   timings->set_latency_ms(out.latency_ms);
 }
@@ -204,26 +205,13 @@ grpc::Status InferenceService::GenerateStream(grpc::ServerContext* context,
   auto emit = [&](std::vector<CompletionDelta>& deltas, const RequestOutput* done) {
     pb::GenerateStreamResponse msg;
     msg.set_request_id(client_id);
-    // Deltas carry no logprobs, so a request that asks for them gets each
-    // completion's tokens and logprobs together in the last message.
-    if (top_k == 0) {
-      for (CompletionDelta& d : deltas) {
-        pb::CompletionDelta* out = msg.add_deltas();
-        out->set_index(d.index);
-        out->set_text(std::move(d.text));
-        out->mutable_token_ids()->Add(d.token_ids.begin(), d.token_ids.end());
-        out->set_finish_reason(ToProto(d.finish_reason));
-      }
-    } else if (done != nullptr) {
-      for (size_t i = 0; i < done->completions.size(); ++i) {
-        const Completion& c = done->completions[i];
-        pb::CompletionDelta* out = msg.add_deltas();
-        out->set_index(static_cast<int32_t>(i));
-        out->set_text(c.text);
-        out->mutable_token_ids()->Add(c.token_ids.begin(), c.token_ids.end());
-        out->set_finish_reason(ToProto(c.finish_reason));
-        AddLogprobs(c.logprobs, out->mutable_logprobs());
-      }
+    for (CompletionDelta& d : deltas) {
+      pb::CompletionDelta* out = msg.add_deltas();
+      out->set_index(d.index);
+      out->set_text(std::move(d.text));
+      out->mutable_token_ids()->Add(d.token_ids.begin(), d.token_ids.end());
+      if (top_k > 0) AddLogprobs(d.logprobs, out->mutable_logprobs());
+      out->set_finish_reason(ToProto(d.finish_reason));
     }
     if (done != nullptr) {
       FillUsage(*done, msg.mutable_usage(), msg.mutable_timings());

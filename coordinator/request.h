@@ -50,6 +50,7 @@ struct RequestOutput {
   std::vector<Completion> completions;  // n entries, by sample index
   int64_t prefix_hit_tokens = 0;        // prompt tokens served from the prefix cache
   std::string error;                    // set when finish reason is kError
+  double queue_ms = 0;  // arrival to first admission into the running batch
   double time_to_first_token_ms = 0;
   double latency_ms = 0;
 };
@@ -60,6 +61,9 @@ struct CompletionDelta {
   int32_t index = 0;
   std::string text;                 // newly completed UTF-8 text (stop strings removed)
   std::vector<int32_t> token_ids;   // tokens generated in this step
+  // One per token in token_ids when the request asked for logprobs
+  // (params.logprobs > 0); else empty.
+  std::vector<PositionLogprobs> logprobs;
   FinishReason finish_reason = FinishReason::kNone;
 };
 

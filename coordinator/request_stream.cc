@@ -9,6 +9,7 @@ void RequestStream::PushDelta(const CompletionDelta& delta) {
   CompletionDelta& merged = it->second;
   merged.text += delta.text;
   merged.token_ids.insert(merged.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
+  merged.logprobs.insert(merged.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
   if (delta.finish_reason != FinishReason::kNone) merged.finish_reason = delta.finish_reason;
 }
 

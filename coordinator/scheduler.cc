@@ -56,6 +56,7 @@ struct Scheduler::RequestState {
   uint64_t seed = 0;
   int64_t arrival = 0;
   Clock::time_point submit_time;
+  std::optional<Clock::time_point> admit_time;
   std::optional<Clock::time_point> first_token_time;
   std::unique_ptr<Sequence> parent;                // n > 1 only
   std::vector<std::unique_ptr<Sequence>> completions;
@@ -292,6 +293,7 @@ absl::StatusOr<bool> Scheduler::Step() {
     RequestState* r = seq->request;
     if (!r->admitted_once) {
       r->admitted_once = true;
+      r->admit_time = Clock::now();
       r->prefix_hit_tokens = cached;
     }
     running_.push_back(seq);
@@ -426,13 +428,14 @@ void Scheduler::OnSampled(Sequence* seq, const sampling::SampleResult& sample) {
   lp.token = token;
   lp.logprob = sample.logprob;
   lp.top = sample.top_logprobs;
-  c.logprobs.push_back(std::move(lp));
-  ++stats_.num_generated_tokens;
-
   CompletionDelta delta;
   delta.id = r->request.id;
   delta.index = seq->index;
   delta.token_ids.push_back(token);
+  if (params.logprobs > 0) delta.logprobs.push_back(lp);
+  c.logprobs.push_back(std::move(lp));
+  ++stats_.num_generated_tokens;
+
   FinishReason reason = FinishReason::kNone;
   const bool is_stop_token = std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(),
                                        token) != params.stop_token_ids.end();
@@ -503,6 +506,9 @@ void Scheduler::MaybeCompleteRequest(RequestState* r) {
   out.error = r->error;
   auto now = Clock::now();
   out.latency_ms = std::chrono::duration<double, std::milli>(now - r->submit_time).count();
+  if (r->admit_time) {
+    out.queue_ms = std::chrono::duration<double, std::milli>(*r->admit_time - r->submit_time).count();
+  }
   if (r->first_token_time) {
     out.time_to_first_token_ms =
         std::chrono::duration<double, std::milli>(*r->first_token_time - r->submit_time).count();
