@@ -23,23 +23,11 @@ namespace {
 namespace pb = tandem::v1;
 using nlohmann::json;
 
-coordinator::FinishReason FromProto(pb::FinishReason r) {
-  switch (r) {
-    case pb::FINISH_REASON_STOP: return coordinator::FinishReason::kStop;
-    case pb::FINISH_REASON_LENGTH: return coordinator::FinishReason::kLength;
-    case pb::FINISH_REASON_CANCELLED: return coordinator::FinishReason::kCancelled;
-    case pb::FINISH_REASON_ERROR: return coordinator::FinishReason::kError;
-    default: return coordinator::FinishReason::kNone;
-  }
-}
-
-// What one request produced, assembled from its stream.
+// What one request produced: its stream and, when asked for, the prompt's
+// token ids.
 struct Result {
-  grpc::Status status;
+  StreamedGeneration stream;  // stream.status is the Tokenize call's when that failed
   std::vector<int32_t> prompt_token_ids;
-  std::vector<coordinator::Completion> completions;  // by index
-  int64_t cached_prompt_tokens = 0;
-  std::string error;  // the response's error field
   int32_t top_k = 0;
 };
 
@@ -50,38 +38,9 @@ Result RunOne(pb::Inference::Stub& stub, const JsonRequest& request, bool want_p
               int32_t timeout_s, const std::function<void(const std::string&)>& on_text) {
   Result result;
   result.top_k = request.params.logprobs;
-  result.completions.resize(std::max(1, request.params.n));
   const pb::GenerateRequest proto = GenerateRequestProto(request);
-  {
-    grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
-    std::unique_ptr<grpc::ClientReader<pb::GenerateStreamResponse>> reader =
-        stub.GenerateStream(&context, proto);
-    pb::GenerateStreamResponse msg;
-    while (reader->Read(&msg)) {
-      for (const pb::CompletionDelta& d : msg.deltas()) {
-        if (d.index() < 0 || d.index() >= static_cast<int32_t>(result.completions.size())) continue;
-        coordinator::Completion& c = result.completions[d.index()];
-        c.text += d.text();
-        c.token_ids.insert(c.token_ids.end(), d.token_ids().begin(), d.token_ids().end());
-        if (d.finish_reason() != pb::FINISH_REASON_UNSPECIFIED) {
-          c.finish_reason = FromProto(d.finish_reason());
-        }
-        for (const pb::PositionLogprobs& p : d.logprobs()) {
-          coordinator::PositionLogprobs lp;
-          lp.token = p.token();
-          lp.logprob = p.logprob();
-          for (const pb::TokenLogprob& t : p.top_logprobs()) lp.top.push_back({t.token(), t.logprob()});
-          c.logprobs.push_back(std::move(lp));
-        }
-        if (d.index() == 0 && on_text && !d.text().empty()) on_text(d.text());
-      }
-      if (msg.has_usage()) result.cached_prompt_tokens = msg.usage().cached_prompt_tokens();
-      if (!msg.error().empty()) result.error = msg.error();
-    }
-    result.status = reader->Finish();
-    if (!result.status.ok()) return result;
-  }
+  result.stream = StreamGenerate(stub, proto, request.params.n, timeout_s, on_text);
+  if (!result.stream.status.ok()) return result;
   if (request.prompt_token_ids) {
     result.prompt_token_ids = *request.prompt_token_ids;
   } else if (want_prompt_ids) {
@@ -94,7 +53,7 @@ Result RunOne(pb::Inference::Stub& stub, const JsonRequest& request, bool want_p
     pb::TokenizeResponse tr;
     grpc::ClientContext context;
     SetDeadline(context, timeout_s);
-    result.status = stub.Tokenize(&context, t, &tr);
+    result.stream.status = stub.Tokenize(&context, t, &tr);
     result.prompt_token_ids.assign(tr.token_ids().begin(), tr.token_ids().end());
   }
   return result;
@@ -157,24 +116,25 @@ int GenerateCommand(const GenerateOptions& o) {
         std::fflush(stdout);
       };
     }
-    Result r = RunOne(*stub, requests[0], o.json, o.timeout_s, on_text);
-    if (!r.status.ok()) {
+    const Result r = RunOne(*stub, requests[0], o.json, o.timeout_s, on_text);
+    const StreamedGeneration& g = r.stream;
+    if (!g.status.ok()) {
       if (stream_text) std::printf("\n");
-      return Fail(DescribeGrpcStatus(r.status));
+      return Fail(DescribeGrpcStatus(g.status));
     }
     if (o.json) {
-      for (const coordinator::Completion& c : r.completions) {
-        std::printf("%s\n", CompletionJson(r.prompt_token_ids, c, r.top_k, r.cached_prompt_tokens)
+      for (const coordinator::Completion& c : g.completions) {
+        std::printf("%s\n", CompletionJson(r.prompt_token_ids, c, r.top_k, g.cached_prompt_tokens)
                                  .dump()
                                  .c_str());
       }
     } else if (stream_text) {
       std::printf("\n");
     } else {
-      PrintCompletionsText(r.completions);
+      PrintCompletionsText(g.completions);
     }
     std::fflush(stdout);
-    if (!r.error.empty()) return Fail("request failed: " + r.error);
+    if (!g.error.empty()) return Fail("request failed: " + g.error);
     return 0;
   }
 
@@ -196,16 +156,17 @@ int GenerateCommand(const GenerateOptions& o) {
   int exit_code = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
-    if (!r.status.ok()) {
+    const StreamedGeneration& g = r.stream;
+    if (!g.status.ok()) {
       exit_code = 1;
       std::fprintf(stderr, "tandem generate: request %zu: %s\n", i + 1,
-                   DescribeGrpcStatus(r.status).c_str());
-      std::printf("%s\n", json({{"error", DescribeGrpcStatus(r.status)}}).dump().c_str());
+                   DescribeGrpcStatus(g.status).c_str());
+      std::printf("%s\n", json({{"error", DescribeGrpcStatus(g.status)}}).dump().c_str());
       continue;
     }
-    if (!r.error.empty()) exit_code = 1;
-    std::printf("%s\n", RequestLineJson(r.prompt_token_ids, r.completions, r.top_k,
-                                        r.cached_prompt_tokens, r.error)
+    if (!g.error.empty()) exit_code = 1;
+    std::printf("%s\n", RequestLineJson(r.prompt_token_ids, g.completions, r.top_k,
+                                        g.cached_prompt_tokens, g.error)
                             .dump()
                             .c_str());
   }

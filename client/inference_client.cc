@@ -1,5 +1,6 @@
 #include "client/inference_client.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_format.h"
@@ -33,10 +34,59 @@ const char* StatusCodeName(grpc::StatusCode code) {
   }
 }
 
+coordinator::FinishReason FromProto(pb::FinishReason r) {
+  switch (r) {
+    case pb::FINISH_REASON_STOP: return coordinator::FinishReason::kStop;
+    case pb::FINISH_REASON_LENGTH: return coordinator::FinishReason::kLength;
+    case pb::FINISH_REASON_CANCELLED: return coordinator::FinishReason::kCancelled;
+    case pb::FINISH_REASON_ERROR: return coordinator::FinishReason::kError;
+    default: return coordinator::FinishReason::kNone;
+  }
+}
+
 }  // namespace
 
+std::shared_ptr<grpc::Channel> NewInferenceChannel(const std::string& addr) {
+  return grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+}
+
 std::unique_ptr<pb::Inference::Stub> NewInferenceStub(const std::string& addr) {
-  return pb::Inference::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  return pb::Inference::NewStub(NewInferenceChannel(addr));
+}
+
+StreamedGeneration StreamGenerate(pb::Inference::Stub& stub, const pb::GenerateRequest& request,
+                                  int32_t num_completions, int32_t timeout_s,
+                                  const std::function<void(const std::string&)>& on_text) {
+  StreamedGeneration result;
+  result.completions.resize(std::max(1, num_completions));
+  grpc::ClientContext context;
+  SetDeadline(context, timeout_s);
+  std::unique_ptr<grpc::ClientReader<pb::GenerateStreamResponse>> reader =
+      stub.GenerateStream(&context, request);
+  pb::GenerateStreamResponse msg;
+  while (reader->Read(&msg)) {
+    for (const pb::CompletionDelta& d : msg.deltas()) {
+      if (d.index() < 0 || d.index() >= static_cast<int32_t>(result.completions.size())) continue;
+      coordinator::Completion& c = result.completions[d.index()];
+      c.text += d.text();
+      c.token_ids.insert(c.token_ids.end(), d.token_ids().begin(), d.token_ids().end());
+      if (d.finish_reason() != pb::FINISH_REASON_UNSPECIFIED) {
+        c.finish_reason = FromProto(d.finish_reason());
+      }
+      for (const pb::PositionLogprobs& p : d.logprobs()) {
+        coordinator::PositionLogprobs lp;
+        lp.token = p.token();
+        lp.logprob = p.logprob();
+        for (const pb::TokenLogprob& t : p.top_logprobs()) lp.top.push_back({t.token(), t.logprob()});
+        c.logprobs.push_back(std::move(lp));
+      }
+      if (d.index() == 0 && on_text && !d.text().empty()) on_text(d.text());
+    }
+    if (msg.has_usage()) result.cached_prompt_tokens = msg.usage().cached_prompt_tokens();
+    if (!msg.error().empty()) result.error = msg.error();
+  }
+  result.status = reader->Finish();
+  return result;
 }
 
 pb::GenerateRequest GenerateRequestProto(const JsonRequest& r) {

@@ -3,15 +3,21 @@
 //   tandem tokenize --model PATH [--decode]
 //   tandem generate --addr HOST:PORT (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE)
 //   tandem bench --addr HOST:PORT (--concurrency C | --request-rate R) [--num-requests N] ...
-//   tandem up --model PATH [--tp N] [--port P]   (coordinator + worker group, foreground)
+//   tandem up --model PATH [--tp N] [--port P] [--draft-model PATH | --no-draft]
+//             [--config FILE.json]   (coordinator + worker group + draft worker, foreground)
+//   tandem chat --addr HOST:PORT [--system TEXT] [sampling flags]   (stdin: one message a line)
 //   tandem health --addr HOST:PORT [--service NAME]
 //   tandem make-model --shape NAME --dtype bf16|q8_0 --out FILE.gguf [--seed S] [--vocab-from GGUF]
 //
 // Thread model: the main thread parses flags and runs the scheduler loop; the
 // model's thread pool (--threads, default every core) runs each forward.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <iostream>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,9 +28,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/bench_command.h"
+#include "client/chat_command.h"
 #include "client/generate_command.h"
+#include "client/given_flags.h"
 #include "client/health_command.h"
 #include "client/up_command.h"
+#include "client/up_config.h"
 #include "client/make_model_command.h"
 #include "client/run_command.h"
 #include "client/tokenize_command.h"
@@ -76,6 +85,16 @@ ABSL_FLAG(std::string, bin_dir, "", "up: where tandem-worker/tandem-coordinator 
 ABSL_FLAG(std::string, mpirun, "mpirun", "up: the MPI launcher for --tp > 1");
 ABSL_FLAG(int32_t, grace_s, 15, "up: seconds each process gets to drain on shutdown");
 ABSL_FLAG(std::vector<std::string>, worker_arg, {}, "up: extra tandem-worker flags (comma-separated)");
+ABSL_FLAG(std::string, draft_model, "",
+          "up: the draft worker's GGUF model (default: --model; none = no draft worker)");
+ABSL_FLAG(bool, no_draft, false, "up: start no draft worker (same as --draft-model none)");
+ABSL_FLAG(std::vector<std::string>, draft_arg, {}, "up: extra tandem-draft flags (comma-separated)");
+ABSL_FLAG(std::vector<std::string>, coordinator_arg, {},
+          "up: extra tandem-coordinator flags (comma-separated)");
+ABSL_FLAG(std::string, config, "",
+          "up: JSON file of up options (keys: model, tp, port, draft_model, grace_s, mpirun, "
+          "bin_dir, worker_args, draft_args, coordinator_args); flags given win over it");
+ABSL_FLAG(std::optional<std::string>, system, std::nullopt, "chat: the system prompt");
 ABSL_FLAG(std::string, service, "", "health: the service name to check (default: the server)");
 ABSL_FLAG(double, request_rate, 0, "bench: Poisson arrivals per second (instead of --concurrency)");
 ABSL_FLAG(int32_t, num_requests, 100, "bench: requests to send");
@@ -93,11 +112,70 @@ int Usage() {
                "usage: tandem run|tokenize --model PATH [flags]\n"
                "       tandem generate --addr HOST:PORT [prompt and sampling flags]\n"
                "       tandem bench --addr HOST:PORT (--concurrency C | --request-rate R)\n"
-               "       tandem up --model PATH [--tp N] [--port P]\n"
+               "       tandem up --model PATH [--tp N] [--port P] [--draft-model PATH | --no-draft]\n"
+               "       tandem up --config FILE.json [flags that override it]\n"
+               "       tandem chat --addr HOST:PORT [--system TEXT] [sampling flags]\n"
                "       tandem health --addr HOST:PORT\n"
                "       tandem make-model --shape NAME --dtype bf16|q8_0 --out FILE.gguf\n"
                "       (--help for flags)\n");
   return 2;
+}
+
+// The sampling flags, shared by run, generate and chat.
+tandem::sampling::SamplingParams SamplingParamsFromFlags() {
+  tandem::sampling::SamplingParams p;
+  p.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  p.min_tokens = absl::GetFlag(FLAGS_min_tokens);
+  p.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+  p.top_k = absl::GetFlag(FLAGS_top_k);
+  p.top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p));
+  p.min_p = static_cast<float>(absl::GetFlag(FLAGS_min_p));
+  p.repetition_penalty = static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty));
+  p.presence_penalty = static_cast<float>(absl::GetFlag(FLAGS_presence_penalty));
+  p.frequency_penalty = static_cast<float>(absl::GetFlag(FLAGS_frequency_penalty));
+  if (absl::GetFlag(FLAGS_seed) >= 0) p.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
+  p.n = absl::GetFlag(FLAGS_n);
+  p.logprobs = absl::GetFlag(FLAGS_top_logprobs);
+  p.stop = absl::GetFlag(FLAGS_stop);
+  p.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+  return p;
+}
+
+// `tandem up`: the options from the flags, then --config's file for every
+// option no flag on the command line (`args`) sets.
+int Up(const std::vector<std::string>& args) {
+  tandem::client::UpOptions u;
+  u.model = absl::GetFlag(FLAGS_model);
+  u.tp = absl::GetFlag(FLAGS_tp);
+  u.port = absl::GetFlag(FLAGS_port);
+  u.bin_dir = absl::GetFlag(FLAGS_bin_dir);
+  u.mpirun = absl::GetFlag(FLAGS_mpirun);
+  u.grace_s = absl::GetFlag(FLAGS_grace_s);
+  u.worker_args = absl::GetFlag(FLAGS_worker_arg);
+  u.draft_args = absl::GetFlag(FLAGS_draft_arg);
+  u.coordinator_args = absl::GetFlag(FLAGS_coordinator_arg);
+  const std::set<std::string> given = tandem::client::GivenFlagNames(args);
+  if (absl::GetFlag(FLAGS_no_draft)) {
+    if (given.contains("draft_model") && absl::GetFlag(FLAGS_draft_model) != "none") {
+      std::fprintf(stderr, "tandem up: --no-draft contradicts --draft-model %s\n",
+                   absl::GetFlag(FLAGS_draft_model).c_str());
+      return 2;
+    }
+    tandem::client::SetDraftModel("none", &u);
+  } else {
+    tandem::client::SetDraftModel(absl::GetFlag(FLAGS_draft_model), &u);
+  }
+  if (const std::string config = absl::GetFlag(FLAGS_config); !config.empty()) {
+    std::set<std::string> keep;
+    for (const std::string& flag : given) {
+      if (std::string key = tandem::client::UpConfigKeyOfFlag(flag); !key.empty()) keep.insert(key);
+    }
+    if (absl::Status s = tandem::client::ApplyUpConfigFile(config, keep, &u); !s.ok()) {
+      std::fprintf(stderr, "tandem up: %s\n", s.ToString().c_str());
+      return 2;
+    }
+  }
+  return tandem::client::UpCommand(u);
 }
 
 bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
@@ -112,7 +190,8 @@ bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("tandem run|tokenize|make-model [flags]");
+  absl::SetProgramUsageMessage(
+      "tandem run|tokenize|generate|chat|bench|up|health|make-model [flags]");
   tandem::NormalizedArgs normalized_args(argc, argv);
   const std::vector<std::string>& normalized = normalized_args.args();
   std::vector<char*> args = absl::ParseCommandLine(normalized_args.argc(), normalized_args.argv());
@@ -128,16 +207,21 @@ int main(int argc, char** argv) {
     o.vocab_from = absl::GetFlag(FLAGS_vocab_from);
     return tandem::client::MakeModelCommand(o);
   }
-  if (command == "up") {
-    tandem::client::UpOptions u;
-    u.model = absl::GetFlag(FLAGS_model);
-    u.tp = absl::GetFlag(FLAGS_tp);
-    u.port = absl::GetFlag(FLAGS_port);
-    u.bin_dir = absl::GetFlag(FLAGS_bin_dir);
-    u.mpirun = absl::GetFlag(FLAGS_mpirun);
-    u.grace_s = absl::GetFlag(FLAGS_grace_s);
-    u.worker_args = absl::GetFlag(FLAGS_worker_arg);
-    return tandem::client::UpCommand(u);
+  if (command == "up") return Up(normalized);
+  if (command == "chat") {
+    for (const char* prompt_flag : {"prompt", "chat", "prompt_ids", "requests"}) {
+      if (tandem::client::GivenFlagNames(normalized).contains(prompt_flag)) {
+        std::fprintf(stderr, "tandem chat: --%s is not used: the messages come from stdin\n",
+                     prompt_flag);
+        return 2;
+      }
+    }
+    tandem::client::ChatOptions c;
+    c.addr = absl::GetFlag(FLAGS_addr);
+    c.system = absl::GetFlag(FLAGS_system);
+    c.params = SamplingParamsFromFlags();
+    c.timeout_s = std::max(0, absl::GetFlag(FLAGS_timeout_s));
+    return tandem::client::ChatCommand(c, std::cin, ::isatty(STDIN_FILENO) == 1);
   }
   if (command == "health") {
     tandem::client::HealthOptions h;
@@ -197,21 +281,7 @@ int main(int argc, char** argv) {
     }
     o.prompt_ids = ids;
   }
-  tandem::sampling::SamplingParams& p = o.params;
-  p.max_tokens = absl::GetFlag(FLAGS_max_tokens);
-  p.min_tokens = absl::GetFlag(FLAGS_min_tokens);
-  p.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
-  p.top_k = absl::GetFlag(FLAGS_top_k);
-  p.top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p));
-  p.min_p = static_cast<float>(absl::GetFlag(FLAGS_min_p));
-  p.repetition_penalty = static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty));
-  p.presence_penalty = static_cast<float>(absl::GetFlag(FLAGS_presence_penalty));
-  p.frequency_penalty = static_cast<float>(absl::GetFlag(FLAGS_frequency_penalty));
-  if (absl::GetFlag(FLAGS_seed) >= 0) p.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
-  p.n = absl::GetFlag(FLAGS_n);
-  p.logprobs = absl::GetFlag(FLAGS_top_logprobs);
-  p.stop = absl::GetFlag(FLAGS_stop);
-  p.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+  o.params = SamplingParamsFromFlags();
   o.json = absl::GetFlag(FLAGS_json) || o.requests_file.has_value();
   const std::string precision = absl::GetFlag(FLAGS_precision);
   if (precision == "reference") {

@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -86,16 +88,18 @@ bool ShutdownSignalPending() {
   return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
 }
 
-// Starts `argv`, waits for its listening line and for health SERVING.
-// On failure the child is stopped (the unique_ptr is dropped).
-absl::StatusOr<std::unique_ptr<ChildProcess>> StartServer(const std::vector<std::string>& argv,
-                                                          const std::string& name,
-                                                          std::string* address) {
+// Starts `argv` (stdout piped, see ChildProcess).
+absl::StatusOr<std::unique_ptr<ChildProcess>> Launch(const std::vector<std::string>& argv) {
   Log("starting " + absl::StrJoin(argv, " "));
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(argv);
-  if (!child.ok()) return child.status();
-  absl::StatusOr<std::string> line =
-      (*child)->ReadLine(absl::Now() + kStartupTimeout, ShutdownSignalPending);
+  return ChildProcess::Start(argv);
+}
+
+// Waits for `child`'s "`name` listening on HOST:PORT" line, then for health
+// SERVING at that address; returns the address to dial. `name` is the server
+// binary's (under mpirun the child itself is mpirun).
+absl::StatusOr<std::string> AwaitServing(ChildProcess& child, const std::string& name) {
+  absl::StatusOr<std::string> line = child.ReadLine(absl::Now() + kStartupTimeout,
+                                                    ShutdownSignalPending);
   if (!line.ok()) {
     if (absl::IsDeadlineExceeded(line.status())) {
       return absl::DeadlineExceededError(
@@ -104,29 +108,50 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> StartServer(const std::vector<std:
     }
     return line.status();
   }
-  (*child)->StartForwardingOutput();
+  child.StartForwardingOutput();
   absl::StatusOr<std::string> listen = ParseListeningLine(name, *line);
   if (!listen.ok()) return listen.status();
-  *address = DialAddress(*listen);
-  absl::StatusOr<std::string> health = CheckHealth(*address, "", absl::Now() + kHealthTimeout);
+  const std::string address = DialAddress(*listen);
+  absl::StatusOr<std::string> health = CheckHealth(address, "", absl::Now() + kHealthTimeout);
   if (!health.ok()) return health.status();
   if (*health != "SERVING") {
     return absl::UnavailableError(
-        absl::StrFormat("%s at %s reports health %s, expected SERVING", name, *address, *health));
+        absl::StrFormat("%s at %s reports health %s, expected SERVING", name, address, *health));
   }
-  return child;
+  Log(absl::StrFormat("%s (pid %d) serving on %s", name, child.pid(), address));
+  return address;
 }
 
-// Stops the coordinator first (it drains in-flight requests and stops
-// calling the workers), then the worker group. Returns false when some
-// process had to be killed.
-bool StopAll(std::unique_ptr<ChildProcess>& coordinator, std::unique_ptr<ChildProcess>& workers,
-             absl::Duration grace) {
-  bool clean = true;
-  for (std::unique_ptr<ChildProcess>* p : {&coordinator, &workers}) {
+// The processes of the cluster; null until started and after stopped.
+struct Cluster {
+  std::unique_ptr<ChildProcess> coordinator;
+  std::unique_ptr<ChildProcess> workers;  // tandem-worker, or mpirun and its ranks
+  std::unique_ptr<ChildProcess> draft;
+};
+
+// One stage of the shutdown: SIGTERM to every process of the stage at once
+// (they drain in parallel), up to `grace` for all of them, then SIGKILL to
+// each one's process group, which also takes any orphan (an MPI rank).
+// Returns false when some process had to be killed.
+bool StopStage(std::initializer_list<std::unique_ptr<ChildProcess>*> stage,
+               absl::Duration grace) {
+  std::vector<std::unique_ptr<ChildProcess>*> running;
+  for (std::unique_ptr<ChildProcess>* p : stage) {
     if (*p == nullptr) continue;
-    const bool was_running = !(*p)->Poll().has_value();
-    if (!(*p)->Stop(grace)) {
+    if (!(*p)->Poll().has_value()) {
+      (*p)->Signal(SIGTERM);
+      running.push_back(p);
+    }
+  }
+  const absl::Time deadline = absl::Now() + grace;
+  bool clean = true;
+  for (std::unique_ptr<ChildProcess>* p : stage) {
+    if (*p == nullptr) continue;
+    const bool was_running = std::find(running.begin(), running.end(), p) != running.end();
+    const bool exited = (*p)->WaitFor(std::max(deadline - absl::Now(), absl::ZeroDuration()))
+                            .has_value();
+    (*p)->Stop(absl::ZeroDuration());  // the group: what is left of it dies now
+    if (!exited) {
       clean = false;
       Log(absl::StrFormat("%s (pid %d) did not exit within %s of SIGTERM: killed", (*p)->name(),
                           (*p)->pid(), absl::FormatDuration(grace)));
@@ -137,6 +162,14 @@ bool StopAll(std::unique_ptr<ChildProcess>& coordinator, std::unique_ptr<ChildPr
     p->reset();
   }
   return clean;
+}
+
+// The coordinator first (it stops admitting, finishes in-flight requests and
+// stops calling the workers), then the worker group and the draft worker.
+bool StopAll(Cluster& cluster, absl::Duration grace) {
+  const bool coordinator_clean = StopStage({&cluster.coordinator}, grace);
+  const bool workers_clean = StopStage({&cluster.workers, &cluster.draft}, grace);
+  return coordinator_clean && workers_clean;
 }
 
 }  // namespace
@@ -165,6 +198,15 @@ int UpCommand(const UpOptions& o) {
   if (!worker_bin.ok()) return Fail(worker_bin.status());
   absl::StatusOr<std::string> coordinator_bin = FindExecutable(bin_dir + "/tandem-coordinator");
   if (!coordinator_bin.ok()) return Fail(coordinator_bin.status());
+  std::string draft_bin;
+  if (o.draft) {
+    absl::StatusOr<std::string> found = FindExecutable(bin_dir + "/tandem-draft");
+    if (!found.ok()) {
+      return Fail(absl::NotFoundError(absl::StrFormat(
+          "the draft worker (--no-draft starts none): %s", found.status().message())));
+    }
+    draft_bin = *found;
+  }
 
   std::vector<std::string> worker_argv;
   if (o.tp > 1) {
@@ -182,28 +224,62 @@ int UpCommand(const UpOptions& o) {
   worker_argv.insert(worker_argv.end(), o.worker_args.begin(), o.worker_args.end());
 
   const absl::Duration grace = absl::Seconds(o.grace_s);
-  std::unique_ptr<ChildProcess> workers;
-  std::unique_ptr<ChildProcess> coordinator;
-  std::string worker_address;
+  Cluster cluster;
+  // The worker group and the draft load their models at the same time; the
+  // coordinator needs both addresses, so it starts last.
+  {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> w = Launch(worker_argv);
+    if (!w.ok()) return Fail(w.status());
+    cluster.workers = *std::move(w);
+  }
+  if (o.draft) {
+    std::vector<std::string> draft_argv = {
+        draft_bin, "--model", o.draft_model.empty() ? o.model : o.draft_model,
+        "--host", "127.0.0.1", "--port", "0"};
+    draft_argv.insert(draft_argv.end(), o.draft_args.begin(), o.draft_args.end());
+    absl::StatusOr<std::unique_ptr<ChildProcess>> d = Launch(draft_argv);
+    if (!d.ok()) {
+      StopAll(cluster, grace);
+      return Fail(d.status());
+    }
+    cluster.draft = *std::move(d);
+  }
+  std::vector<std::string> coordinator_argv = {*coordinator_bin, "--model", o.model};
+  {
+    absl::StatusOr<std::string> address = AwaitServing(*cluster.workers, "tandem-worker");
+    if (!address.ok()) {
+      StopAll(cluster, grace);
+      return Fail(address.status());
+    }
+    coordinator_argv.insert(coordinator_argv.end(), {"--worker", *address});
+  }
+  if (cluster.draft != nullptr) {
+    absl::StatusOr<std::string> address = AwaitServing(*cluster.draft, "tandem-draft");
+    if (!address.ok()) {
+      StopAll(cluster, grace);
+      return Fail(address.status());
+    }
+    coordinator_argv.insert(coordinator_argv.end(), {"--draft", *address});
+  }
+  coordinator_argv.insert(coordinator_argv.end(), {"--port", absl::StrFormat("%d", o.port)});
+  coordinator_argv.insert(coordinator_argv.end(), o.coordinator_args.begin(),
+                          o.coordinator_args.end());
   std::string coordinator_address;
   {
-    absl::StatusOr<std::unique_ptr<ChildProcess>> w =
-        StartServer(worker_argv, "tandem-worker", &worker_address);
-    if (!w.ok()) return Fail(w.status());
-    workers = *std::move(w);
-  }
-  {
-    absl::StatusOr<std::unique_ptr<ChildProcess>> c = StartServer(
-        {*coordinator_bin, "--model", o.model, "--worker", worker_address, "--port",
-         absl::StrFormat("%d", o.port)},
-        "tandem-coordinator", &coordinator_address);
+    absl::StatusOr<std::unique_ptr<ChildProcess>> c = Launch(coordinator_argv);
     if (!c.ok()) {
-      StopAll(coordinator, workers, grace);
+      StopAll(cluster, grace);
       return Fail(c.status());
     }
-    coordinator = *std::move(c);
+    cluster.coordinator = *std::move(c);
+    absl::StatusOr<std::string> address =
+        AwaitServing(*cluster.coordinator, "tandem-coordinator");
+    if (!address.ok()) {
+      StopAll(cluster, grace);
+      return Fail(address.status());
+    }
+    coordinator_address = *address;
   }
-  // TODO(cluster): start the draft worker pool here once tandem-draft exists.
 
   std::printf("tandem up: serving on %s\n", coordinator_address.c_str());
   std::fflush(stdout);
@@ -214,17 +290,18 @@ int UpCommand(const UpOptions& o) {
     struct timespec one_second = {1, 0};
     const int sig = sigtimedwait(&signals, nullptr, &one_second);
     if (sig == SIGINT || sig == SIGTERM) {
-      Log(absl::StrFormat("%s received: stopping the coordinator, then the workers",
-                          strsignal(sig)));
-      StopAll(coordinator, workers, grace);
+      Log(absl::StrFormat("%s received: stopping the coordinator, then the workers%s",
+                          strsignal(sig), cluster.draft != nullptr ? " and the draft" : ""));
+      StopAll(cluster, grace);
       Log("stopped");
       return 0;
     }
-    for (ChildProcess* p : {coordinator.get(), workers.get()}) {
+    for (ChildProcess* p : {cluster.coordinator.get(), cluster.workers.get(), cluster.draft.get()}) {
+      if (p == nullptr) continue;
       if (std::optional<int> status = p->Poll(); status.has_value()) {
         Log(absl::StrFormat("%s (pid %d) exited unexpectedly with %s: stopping the rest",
                             p->name(), p->pid(), DescribeWaitStatus(*status)));
-        StopAll(coordinator, workers, grace);
+        StopAll(cluster, grace);
         return 1;
       }
     }

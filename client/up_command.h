@@ -1,13 +1,14 @@
 // `tandem up`: a whole cluster on 127.0.0.1 in the foreground. Starts one
-// target worker group (tandem-worker; under mpirun when tp > 1), then
-// tandem-coordinator connected to it, waits until both answer grpc.health.v1
-// SERVING, prints "tandem up: serving on HOST:PORT" and stays until SIGINT or
-// SIGTERM (or until a process exits on its own). Shutdown drains in order:
-// the coordinator first (it finishes in-flight requests), then the workers;
-// whatever outlives the grace period is killed.
-//
-// The draft worker pool of the cluster design does not exist yet
-// (tandem-draft is not built); `tandem up` starts none for now.
+// target worker group (tandem-worker; under mpirun when tp > 1) and one draft
+// worker (tandem-draft, unless disabled) side by side, then
+// tandem-coordinator connected to both (--worker, --draft). Each must print
+// its "listening on" line and answer grpc.health.v1 SERVING before the next
+// stage; then it prints "tandem up: serving on HOST:PORT" to stdout (and each
+// server's address to stderr) and stays until SIGINT or SIGTERM (or until a
+// process exits on its own). Shutdown drains in order: the coordinator first
+// (health NOT_SERVING, it finishes in-flight requests), then the worker group
+// and the draft worker together; whatever outlives its stage's grace period
+// is killed, and no process is left behind.
 #ifndef TANDEM_CLIENT_UP_COMMAND_H_
 #define TANDEM_CLIENT_UP_COMMAND_H_
 
@@ -25,8 +26,12 @@ struct UpOptions {
   // this executable (/proc/self/exe).
   std::string bin_dir;
   std::string mpirun = "mpirun";  // used when tp > 1; a name is looked up in PATH
-  int32_t grace_s = 10;           // per stage of the shutdown, >= 1
-  std::vector<std::string> worker_args;  // appended to tandem-worker's flags
+  int32_t grace_s = 15;           // per stage of the shutdown, >= 1
+  bool draft = true;              // start one tandem-draft
+  std::string draft_model;        // the draft's GGUF model; "" = `model`
+  std::vector<std::string> worker_args;       // appended to tandem-worker's flags
+  std::vector<std::string> draft_args;        // appended to tandem-draft's flags
+  std::vector<std::string> coordinator_args;  // appended to tandem-coordinator's flags
 };
 
 // Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread (call it before any

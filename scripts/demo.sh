@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job: sets up, builds, fetches the default model, starts the local
-# cluster with `tandem up` (a coordinator and a TP=2 worker group on
-# 127.0.0.1), streams a demo chat answer through it with `tandem generate`, and
-# keeps the cluster in the foreground until Ctrl-C (which drains and stops
-# every process). Env: TANDEM_TP (default 2), TANDEM_DEMO_CHAT.
+# cluster with `tandem up` (a coordinator, a TP=2 worker group and a draft
+# worker on 127.0.0.1), streams a demo chat answer through it with
+# `tandem generate`, and keeps the cluster in the foreground until Ctrl-C
+# (which drains and stops every process). Env: TANDEM_TP (default 2),
+# TANDEM_DEMO_CHAT.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

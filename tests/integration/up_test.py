@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
-"""Integration test of `tandem up` (through tandem-up-driver until client/main.cc
-wires the command) and `tandem health`: the launcher starts a worker group and
-a coordinator on 127.0.0.1, prints `tandem up: serving on HOST:PORT`, the
-cluster answers health SERVING and a greedy request, and SIGTERM stops every
-process (exit 0 within 20 s, no tandem-worker / tandem-coordinator / mpirun
-left). TP=2 runs only when tandem-worker comes up under mpirun; otherwise it
-is skipped with the reason. Standard library only; every wait is bounded.
+"""Integration test of `tandem up` and `tandem health`: the launcher starts a
+worker group, a draft worker and a coordinator on 127.0.0.1, prints
+`tandem up: serving on HOST:PORT`; every server answers health SERVING, the
+coordinator knows the draft worker (ModelInfo) and answers a greedy request;
+SIGINT / SIGTERM stop the coordinator first (a request in flight still
+completes), then the rest: exit 0 within 20 s and no tandem-worker, mpirun,
+tandem-draft or tandem-coordinator left. Runs: the defaults (TP=2 + draft;
+skipped with the reason when tandem-worker does not come up under mpirun),
+--config FILE (TP=1 from the file, the draft from a flag that overrides the
+file's "none"), --tp 1 --no-draft; config and start-up errors. Standard
+library only; every wait is bounded.
 
 Env: TANDEM_BIN, TANDEM_MODEL, TANDEM_BIN_DIR.
 """
+import json
 import os
 import re
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
+
+from grpc_lite import grpc_unary, parse_proto
 
 BIN = os.environ["TANDEM_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]
@@ -25,6 +33,9 @@ STOP_TIMEOUT = 20
 # /proc/PID/stat's comm holds at most 15 characters.
 WORKER_COMM = "tandem-worker"[:15]
 COORDINATOR_COMM = "tandem-coordinator"[:15]
+DRAFT_COMM = "tandem-draft"[:15]
+# Each server's one thread for a forward: the test machine may have 2 cores.
+THREADS = ["--worker-arg", "--threads=1", "--draft-arg", "--threads=1"]
 
 
 def descendants(root_pid):
@@ -55,17 +66,16 @@ def descendants(root_pid):
 
 
 class Launcher:
-    """tandem-up-driver up ...; reads its `tandem up: serving on` line."""
+    """`tandem up ARGS`; reads its `tandem up: serving on` line."""
 
-    def __init__(self, tp):
-        args = [BIN, "up", "--model", MODEL, "--tp", str(tp), "--port", "0",
-                "--bin-dir", BIN_DIR, "--grace-s", "8", "--worker-arg", "--threads=1"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+    def __init__(self, args):
+        self.proc = subprocess.Popen([BIN, "up", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
         self.stderr_lines = []
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
         self._stderr_thread.start()
         self.pids_seen = {}
+        self.cmdlines = {}  # pid → argv while serving
         self.address = None
         self.error = None
         found = {}
@@ -80,6 +90,7 @@ class Launcher:
         if m:
             self.address = m.group(1)
             self.pids_seen = descendants(self.proc.pid)
+            self.cmdlines = {pid: cmdline(pid) for pid in self.pids_seen}
         else:
             self.error = (f"no 'tandem up: serving on' line within {STARTUP_TIMEOUT} s: got "
                           f"{found.get('line')!r}, exit code {self.proc.poll()}; stderr: "
@@ -91,6 +102,12 @@ class Launcher:
 
     def stderr(self):
         return "".join(self.stderr_lines)
+
+    def server_address(self, name):
+        """The address `tandem up` logged for server `name`, or None."""
+        m = re.search(rf"^tandem up: {name} \(pid \d+\) serving on (\S+:\d+)$", self.stderr(),
+                      re.MULTILINE)
+        return m.group(1) if m else None
 
     def kill(self):
         """Last resort cleanup: the launcher and everything it started."""
@@ -111,23 +128,52 @@ def run_cli(args, timeout=300):
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
 
 
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def alive(pids):
+    """The pids (of `pids`, {pid: comm}) still running and not zombies."""
+    left = {}
+    for pid, comm in pids.items():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            left[pid] = comm
+    return left
+
+
+def write_config(config):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        f.write(config if isinstance(config, str) else json.dumps(config))
+        return f.name
+
+
 class UpTest(unittest.TestCase):
-    def check_cluster(self, tp):
-        launcher = Launcher(tp)
+    def check_cluster(self, args, tp, draft, stop_signal=signal.SIGTERM, in_flight=False):
+        """Starts `tandem up ARGS`, checks the cluster (a worker group of `tp`
+        ranks; a draft worker when `draft`), stops it with `stop_signal`
+        (with a request in flight when `in_flight`) and checks that nothing
+        is left. Returns the launcher (its processes seen while serving)."""
+        launcher = Launcher(args)
         try:
             if launcher.error is not None:
                 if tp > 1:
                     self.skipTest(f"TP={tp} worker group did not come up under mpirun "
-                                  f"(tandem-worker's MPI support may not be finished): "
-                                  f"{launcher.error}")
+                                  f"(MPI may be unusable here): {launcher.error}")
                 self.fail(launcher.error)
-            names = set(launcher.pids_seen.values())
-            self.assertIn(WORKER_COMM, names, launcher.pids_seen)
-            self.assertIn(COORDINATOR_COMM, names, launcher.pids_seen)
-            if tp > 1:
-                self.assertIn("mpirun", names, launcher.pids_seen)
-                self.assertGreaterEqual(list(launcher.pids_seen.values()).count(WORKER_COMM),
-                                        tp, launcher.pids_seen)
+            names = list(launcher.pids_seen.values())
+            self.assertEqual(names.count(COORDINATOR_COMM), 1, launcher.pids_seen)
+            self.assertEqual(names.count(WORKER_COMM), tp, launcher.pids_seen)
+            self.assertEqual(names.count("mpirun"), 1 if tp > 1 else 0, launcher.pids_seen)
+            self.assertEqual(names.count(DRAFT_COMM), 1 if draft else 0, launcher.pids_seen)
 
             p = run_cli([BIN, "health", "--addr", launcher.address], timeout=30)
             self.assertEqual((p.returncode, p.stdout), (0, "SERVING\n"), p.stderr)
@@ -136,48 +182,129 @@ class UpTest(unittest.TestCase):
             self.assertEqual(p.returncode, 1, p.stdout)
             self.assertIn("NOT_FOUND", p.stderr)
 
+            # ModelInfo: the coordinator's worker group and draft workers.
+            port = int(launcher.address.rsplit(":", 1)[1])
+            info = parse_proto(grpc_unary(port, "/tandem.v1.Inference/ModelInfo"))
+            groups = [parse_proto(g)[1][0].decode() for g in info.get(7, [])]
+            drafts = [parse_proto(d)[1][0].decode() for d in info.get(8, [])]
+            self.assertEqual(groups, [launcher.server_address("tandem-worker")], info)
+            draft_address = launcher.server_address("tandem-draft")
+            if draft:
+                self.assertIsNotNone(draft_address, launcher.stderr())
+                self.assertEqual(drafts, [draft_address])
+                for service in [[], ["--service", "tandem.v1.Draft"]]:
+                    p = run_cli([BIN, "health", "--addr", draft_address, *service], timeout=30)
+                    self.assertEqual((p.returncode, p.stdout), (0, "SERVING\n"), p.stderr)
+            else:
+                self.assertIsNone(draft_address, launcher.stderr())
+                self.assertEqual(drafts, [])
+
             p = run_cli([BIN, "generate", "--addr", launcher.address, "--prompt", "hi",
                          "--max-tokens", "4", "--temperature", "0", "--json",
                          "--timeout-s", "120"], timeout=180)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertRegex(p.stdout, r'"token_ids":\s*\[\d+(,\s*\d+){3}\]')
 
+            client = None
+            if in_flight:
+                # Streams text: once some arrived, the request is running.
+                client = subprocess.Popen(
+                    [BIN, "generate", "--addr", launcher.address, "--prompt", "Count to 50:",
+                     "--max-tokens", "96", "--ignore-eos", "--temperature", "0",
+                     "--timeout-s", "120"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                first = {}
+                reader = threading.Thread(target=lambda: first.update(c=client.stdout.read(1)),
+                                          daemon=True)
+                reader.start()
+                reader.join(120)
+                self.assertTrue(first.get("c"), "no streamed text within 120 s")
+                # ~1 s of decoding is left: the signal below comes mid-request.
+                self.assertIsNone(client.poll(), "the request ended before the signal")
+
             start = time.monotonic()
-            launcher.proc.send_signal(signal.SIGTERM)
+            launcher.proc.send_signal(stop_signal)
             try:
                 code = launcher.proc.wait(STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
                 code = None
             elapsed = time.monotonic() - start
-            self.assertEqual(code, 0, f"after {elapsed:.1f} s; stderr: {launcher.stderr()[-3000:]}")
+            stderr = launcher.stderr()
+            self.assertEqual(code, 0, f"after {elapsed:.1f} s; stderr: {stderr[-3000:]}")
             self.assertLess(elapsed, STOP_TIMEOUT)
-            self.assertIn("stopping the coordinator", launcher.stderr())
+            self.assertIn("stopping the coordinator", stderr)
+            if client is not None:
+                out, err = client.communicate(timeout=60)
+                self.assertEqual(client.returncode, 0, f"the request in flight failed: {err}")
+            # The coordinator drained before the workers and the draft were told to stop.
+            stopped = [m.group(1) for m in re.finditer(r"^tandem up: (\S+) \(pid \d+\) stopped",
+                                                         stderr, re.MULTILINE)]
+            expected = {"tandem-coordinator", "mpirun" if tp > 1 else "tandem-worker"}
+            if draft:
+                expected.add("tandem-draft")
+            self.assertEqual(set(stopped), expected, stderr[-3000:])
+            self.assertEqual(stopped[0], "tandem-coordinator", stderr[-3000:])
             # Every process seen below the launcher while serving (workers,
-            # mpirun, coordinator) is gone, not even a zombie of the launcher's.
-            left = {}
-            for pid, comm in launcher.pids_seen.items():
-                try:
-                    with open(f"/proc/{pid}/stat") as f:
-                        state = f.read().rsplit(")", 1)[1].split()[0]
-                except OSError:
-                    continue
-                if state != "Z":
-                    left[pid] = comm
-            self.assertEqual(left, {}, "processes left behind")
+            # mpirun, draft, coordinator) is gone, not even a zombie.
+            self.assertEqual(alive(launcher.pids_seen), {}, "processes left behind")
 
             # Nothing answers at the address any more.
             p = run_cli([BIN, "health", "--addr", launcher.address, "--timeout-s", "3"],
                         timeout=30)
             self.assertEqual(p.returncode, 1, p.stdout)
             self.assertRegex(p.stderr, "UNAVAILABLE|DEADLINE_EXCEEDED")
+            return launcher
         finally:
             launcher.kill()
 
-    def test_tp1(self):
-        self.check_cluster(1)
+    def test_defaults_tp2_with_draft_stop_on_sigint(self):
+        self.check_cluster(["--model", MODEL, "--port", "0", "--bin-dir", BIN_DIR,
+                            "--grace-s", "8", *THREADS], tp=2, draft=True,
+                           stop_signal=signal.SIGINT)
 
-    def test_tp2(self):
-        self.check_cluster(2)
+    def test_config_file_and_a_flag_that_overrides_it(self):
+        path = write_config({"model": MODEL, "tp": 1, "port": 0, "bin_dir": BIN_DIR,
+                             "grace_s": 8, "draft_model": "none",
+                             "worker_args": ["--threads=1"], "draft_args": ["--threads=1"]})
+        try:
+            launcher = self.check_cluster(["--config", path, "--draft-model", MODEL], tp=1,
+                                          draft=True, in_flight=True)
+        finally:
+            os.unlink(path)
+        # The file's lists reached the servers.
+        for pid, comm in launcher.pids_seen.items():
+            if comm in (WORKER_COMM, DRAFT_COMM):
+                self.assertIn(b"--threads=1", launcher.cmdlines[pid], comm)
+
+    def test_tp1_without_draft(self):
+        self.check_cluster(["--model", MODEL, "--tp", "1", "--no-draft", "--port", "0",
+                            "--bin-dir", BIN_DIR, "--grace-s", "8", *THREADS], tp=1,
+                           draft=False)
+
+    def test_config_errors_exit_2_naming_the_problem(self):
+        cases = [
+            ({"model": MODEL, "tpp": 1}, 'unknown key "tpp"'),
+            ({"model": MODEL, "tp": "1"}, 'key "tp" must be an integer, got "1"'),
+            ({"worker_args": "--threads=1"}, 'key "worker_args" must be an array of strings'),
+            ('{"tp": 1,}', "not valid JSON"),
+        ]
+        for config, message in cases:
+            path = write_config(config)
+            try:
+                p = run_cli([BIN, "up", "--config", path, "--bin-dir", BIN_DIR], timeout=30)
+            finally:
+                os.unlink(path)
+            self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+            self.assertIn(message, p.stderr)
+            self.assertIn(path, p.stderr)
+        p = run_cli([BIN, "up", "--config", "/nonexistent/up.json"], timeout=30)
+        self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+        self.assertIn("/nonexistent/up.json", p.stderr)
+        self.assertIn("No such file", p.stderr)
+        p = run_cli([BIN, "up", "--model", MODEL, "--no-draft", "--draft-model", MODEL],
+                    timeout=30)
+        self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+        self.assertIn("--no-draft", p.stderr)
 
     def test_missing_mpirun_is_a_clear_error(self):
         p = run_cli([BIN, "up", "--model", MODEL, "--tp", "2", "--bin-dir", BIN_DIR,
@@ -193,6 +320,16 @@ class UpTest(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("exit code 1", p.stderr)
         self.assertEqual(p.stdout, "")
+
+    def test_draft_failing_at_startup_stops_the_workers(self):
+        p = run_cli([BIN, "up", "--model", MODEL, "--tp", "1", "--draft-model",
+                     "/nonexistent/draft.gguf", "--bin-dir", BIN_DIR, "--grace-s", "8",
+                     *THREADS], timeout=120)
+        self.assertEqual((p.returncode, p.stdout), (1, ""), p.stderr)
+        self.assertRegex(p.stderr, r"tandem-draft \(pid \d+\) exited with exit code 1")
+        # The worker group, already up or still loading, was stopped too.
+        self.assertNotIn("killed", p.stderr)
+        self.assertNotIn("starting " + os.path.join(BIN_DIR, "tandem-coordinator"), p.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,125 @@
+#include "client/chat_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
+#include "client/inference_client.h"
+#include "client/json_request.h"
+#include "grpcpp/grpcpp.h"
+#include "tandem/v1/inference.grpc.pb.h"
+
+namespace tandem::client {
+namespace {
+
+namespace pb = tandem::v1;
+
+// ModelInfo at start-up: a wrong address fails before anything is typed.
+constexpr int32_t kModelInfoTimeoutS = 10;
+
+void Message(const std::string& message) {
+  std::fprintf(stderr, "tandem chat: %s\n", message.c_str());
+}
+
+// True when `status` means the coordinator itself is gone (not reachable,
+// or the connection broke), as opposed to an UNAVAILABLE it answered over a
+// live connection (e.g. its worker group is being reconnected), after which
+// the next turn may well succeed.
+bool ServerLost(const grpc::Status& status, grpc::Channel& channel) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         channel.GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY;
+}
+
+}  // namespace
+
+int ChatCommand(const ChatOptions& o, std::istream& in, bool interactive) {
+  if (o.addr.empty()) {
+    Message("INVALID_ARGUMENT: --addr HOST:PORT is required");
+    return 2;
+  }
+  if (o.params.n != 1) {
+    Message(absl::StrFormat(
+        "INVALID_ARGUMENT: --n %d: a chat turn has one answer, so --n must be 1", o.params.n));
+    return 2;
+  }
+  std::shared_ptr<grpc::Channel> channel = NewInferenceChannel(o.addr);
+  std::unique_ptr<pb::Inference::Stub> stub = pb::Inference::NewStub(channel);
+  {
+    grpc::ClientContext context;
+    SetDeadline(context, kModelInfoTimeoutS);
+    pb::ModelInfoResponse info;
+    const grpc::Status status = stub->ModelInfo(&context, pb::ModelInfoRequest(), &info);
+    if (!status.ok()) {
+      Message(absl::StrFormat("cannot reach the coordinator at %s: %s", o.addr,
+                              DescribeGrpcStatus(status)));
+      return 1;
+    }
+    if (!info.has_chat_template()) {
+      Message(absl::StrFormat("the model %s served at %s has no chat template", info.model_name(),
+                              o.addr));
+      return 1;
+    }
+  }
+
+  // The conversation after the system prompt: user and assistant turns
+  // alternate, a user turn last while its answer is being generated.
+  std::vector<tokenizer::ChatMessage> history;
+  const auto write_text = [](const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  };
+  while (true) {
+    if (interactive) std::fputs("> ", stderr);
+    std::string line;
+    if (!std::getline(in, line)) {
+      if (interactive) std::fputs("\n", stderr);
+      return 0;
+    }
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line == "/exit") return 0;
+    if (line == "/reset") {
+      history.clear();
+      Message("conversation cleared");
+      continue;
+    }
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+
+    history.push_back({"user", line});
+    JsonRequest request;
+    request.params = o.params;
+    if (o.system.has_value()) request.messages.push_back({"system", *o.system});
+    request.messages.insert(request.messages.end(), history.begin(), history.end());
+    bool printed = false;
+    const StreamedGeneration g = StreamGenerate(
+        *stub, GenerateRequestProto(request), /*num_completions=*/1, o.timeout_s,
+        [&](const std::string& text) {
+          printed = true;
+          write_text(text);
+        });
+    // A turn that streamed something ends its line even when it failed.
+    if (g.status.ok() || printed) write_text("\n");
+    if (!g.status.ok() || !g.error.empty()) {
+      history.pop_back();  // the answer is lost, and so is the question
+      if (ServerLost(g.status, *channel)) {
+        Message(absl::StrFormat("lost the coordinator at %s: %s", o.addr,
+                                DescribeGrpcStatus(g.status)));
+        return 1;
+      }
+      Message(absl::StrFormat("%s (this message is left out of the conversation)",
+                              g.status.ok() ? "request failed: " + g.error
+                                            : DescribeGrpcStatus(g.status)));
+      continue;
+    }
+    const coordinator::Completion& answer = g.completions[0];
+    if (answer.finish_reason == coordinator::FinishReason::kLength) {
+      Message(absl::StrFormat("(the answer stopped at --max-tokens %d or the context length)",
+                              o.params.max_tokens));
+    }
+    history.push_back({"assistant", answer.text});
+  }
+}
+
+}  // namespace tandem::client
