@@ -31,10 +31,16 @@ absl::StatusOr<int32_t> GetInt32(const json& j, const std::string& key) {
   return static_cast<int32_t>(*v);
 }
 
-absl::StatusOr<float> GetFloat(const json& j, const std::string& key) {
+absl::StatusOr<double> GetDouble(const json& j, const std::string& key) {
   const json& v = j.at(key);
   if (!v.is_number()) return TypeError(key, "a number", v);
-  return v.get<float>();
+  return v.get<double>();
+}
+
+absl::StatusOr<float> GetFloat(const json& j, const std::string& key) {
+  absl::StatusOr<double> v = GetDouble(j, key);
+  if (!v.ok()) return v.status();
+  return static_cast<float>(*v);
 }
 
 absl::StatusOr<std::vector<int32_t>> GetIntList(const json& j, const std::string& key) {
@@ -62,8 +68,24 @@ absl::StatusOr<std::vector<int32_t>> GetIntList(const json& j, const std::string
 
 }  // namespace
 
+absl::StatusOr<coordinator::EarlyStopping> ParseEarlyStopping(const std::string& text) {
+  if (text == "true" || text == "True") return coordinator::EarlyStopping::kTrue;
+  if (text == "false" || text == "False") return coordinator::EarlyStopping::kFalse;
+  if (text == "never") return coordinator::EarlyStopping::kNever;
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "early_stopping '%s' is invalid: must be true, false or \"never\"", text));
+}
+
+std::optional<coordinator::BeamSearchParams> BeamIfRequested(
+    const coordinator::BeamSearchParams& beam) {
+  if (beam.num_beams > 1 || beam.num_beam_groups > 1) return beam;
+  return std::nullopt;
+}
+
 absl::StatusOr<JsonRequest> ParseJsonRequest(const std::string& line,
-                                             const sampling::SamplingParams& defaults) {
+                                             const sampling::SamplingParams& defaults,
+                                             const coordinator::BeamSearchParams& beam_defaults) {
+  coordinator::BeamSearchParams beam = beam_defaults;
   json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError("request line is not valid JSON");
   if (!j.is_object()) return absl::InvalidArgumentError("request line must be a JSON object");
@@ -132,6 +154,30 @@ absl::StatusOr<JsonRequest> ParseJsonRequest(const std::string& line,
       r.params.ignore_eos = v.get<bool>();
     } else if (key == "priority") {
       TANDEM_ASSIGN_FIELD(r.priority, GetInt32(j, key));
+    } else if (key == "num_beams") {
+      TANDEM_ASSIGN_FIELD(beam.num_beams, GetInt32(j, key));
+    } else if (key == "num_beam_groups") {
+      TANDEM_ASSIGN_FIELD(beam.num_beam_groups, GetInt32(j, key));
+    } else if (key == "num_return_sequences") {
+      TANDEM_ASSIGN_FIELD(beam.num_return_sequences, GetInt32(j, key));
+    } else if (key == "min_new_tokens") {
+      TANDEM_ASSIGN_FIELD(r.params.min_tokens, GetInt32(j, key));
+    } else if (key == "length_penalty") {
+      TANDEM_ASSIGN_FIELD(beam.length_penalty, GetDouble(j, key));
+    } else if (key == "diversity_penalty") {
+      TANDEM_ASSIGN_FIELD(beam.diversity_penalty, GetDouble(j, key));
+    } else if (key == "do_sample") {
+      if (!v.is_boolean()) return TypeError(key, "true or false", v);
+      beam.do_sample = v.get<bool>();
+    } else if (key == "early_stopping") {
+      if (v.is_boolean()) {
+        beam.early_stopping =
+            v.get<bool>() ? coordinator::EarlyStopping::kTrue : coordinator::EarlyStopping::kFalse;
+      } else if (v.is_string() && v.get<std::string>() == "never") {
+        beam.early_stopping = coordinator::EarlyStopping::kNever;
+      } else {
+        return TypeError(key, "true, false or \"never\"", v);
+      }
     } else {
       return absl::InvalidArgumentError(absl::StrFormat("unknown request field \"%s\"", key));
     }
@@ -141,6 +187,7 @@ absl::StatusOr<JsonRequest> ParseJsonRequest(const std::string& line,
     return absl::InvalidArgumentError(
         "a request needs exactly one of \"prompt\", \"messages\" or \"prompt_token_ids\"");
   }
+  r.beam = BeamIfRequested(beam);
   return r;
 }
 

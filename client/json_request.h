@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "coordinator/decoding/beam_search.h"
 #include "engine/sampling/sampling_params.h"
 #include "engine/tokenizer/chat_template.h"
 
@@ -21,11 +22,28 @@ struct JsonRequest {
   std::optional<std::vector<int32_t>> prompt_token_ids;
   sampling::SamplingParams params;
   int32_t priority = 0;
+  // Beam search (transformers' generate parameters): set when num_beams > 1
+  // or num_beam_groups > 1, from the line's num_beams, length_penalty,
+  // early_stopping (true / false / "never"), num_return_sequences,
+  // num_beam_groups, diversity_penalty and do_sample over `beam_defaults`.
+  // min_new_tokens is min_tokens.
+  std::optional<coordinator::BeamSearchParams> beam;
 };
 
-// `defaults` supplies fields the line leaves out. Errors name the field.
-absl::StatusOr<JsonRequest> ParseJsonRequest(const std::string& line,
-                                             const sampling::SamplingParams& defaults);
+// `defaults` (and `beam_defaults`, the command line's beam flags) supply
+// fields the line leaves out. Errors name the field.
+absl::StatusOr<JsonRequest> ParseJsonRequest(
+    const std::string& line, const sampling::SamplingParams& defaults,
+    const coordinator::BeamSearchParams& beam_defaults = {});
+
+// Parses early_stopping's spellings: true / false / "never" (as JSON or as a
+// flag's text "true", "false", "never"). INVALID_ARGUMENT naming the value.
+absl::StatusOr<coordinator::EarlyStopping> ParseEarlyStopping(const std::string& text);
+
+// The beam parameters when they ask for beam search (num_beams > 1 or
+// num_beam_groups > 1), else nullopt (plain decoding).
+std::optional<coordinator::BeamSearchParams> BeamIfRequested(
+    const coordinator::BeamSearchParams& beam);
 
 }  // namespace tandem::client
 

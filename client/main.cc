@@ -32,6 +32,7 @@
 #include "client/generate_command.h"
 #include "client/given_flags.h"
 #include "client/health_command.h"
+#include "client/json_request.h"
 #include "client/up_command.h"
 #include "client/up_config.h"
 #include "client/make_model_command.h"
@@ -59,6 +60,15 @@ ABSL_FLAG(int32_t, n, 1, "Completions per prompt");
 ABSL_FLAG(int32_t, top_logprobs, 0, "Return the top-K logprobs per generated position");
 ABSL_FLAG(std::vector<std::string>, stop, {}, "Stop strings (comma-separated)");
 ABSL_FLAG(bool, ignore_eos, false, "Keep generating after EOS");
+ABSL_FLAG(int32_t, num_beams, 1, "Beam search with this many beams (> 1; transformers semantics)");
+ABSL_FLAG(double, length_penalty, 1.0, "Beam search: hypothesis score = sum logprob / len^this");
+ABSL_FLAG(std::string, early_stopping, "false", "Beam search: true, false or never");
+ABSL_FLAG(int32_t, num_return_sequences, 1, "Beam search: sequences returned, best first");
+ABSL_FLAG(int32_t, min_new_tokens, -1, "EOS masked until this many tokens (= --min-tokens)");
+ABSL_FLAG(int32_t, num_beam_groups, 1, "Diverse beam search: groups of beams");
+ABSL_FLAG(double, diversity_penalty, 0.0, "Diverse beam search: Hamming diversity penalty");
+ABSL_FLAG(bool, do_sample, false,
+          "Beam search: sample beams (temperature / top-k / top-p warp the scores)");
 ABSL_FLAG(bool, json, false, "Print one JSON object per returned sequence");
 ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
 ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
@@ -282,6 +292,22 @@ int main(int argc, char** argv) {
     o.prompt_ids = ids;
   }
   o.params = SamplingParamsFromFlags();
+  if (absl::GetFlag(FLAGS_min_new_tokens) >= 0) o.params.min_tokens = absl::GetFlag(FLAGS_min_new_tokens);
+  o.beam.num_beams = absl::GetFlag(FLAGS_num_beams);
+  o.beam.length_penalty = absl::GetFlag(FLAGS_length_penalty);
+  o.beam.num_return_sequences = absl::GetFlag(FLAGS_num_return_sequences);
+  o.beam.num_beam_groups = absl::GetFlag(FLAGS_num_beam_groups);
+  o.beam.diversity_penalty = absl::GetFlag(FLAGS_diversity_penalty);
+  o.beam.do_sample = absl::GetFlag(FLAGS_do_sample);
+  {
+    absl::StatusOr<tandem::coordinator::EarlyStopping> es =
+        tandem::client::ParseEarlyStopping(absl::GetFlag(FLAGS_early_stopping));
+    if (!es.ok()) {
+      std::fprintf(stderr, "tandem %s: --%s\n", command.c_str(), std::string(es.status().message()).c_str());
+      return 1;
+    }
+    o.beam.early_stopping = *es;
+  }
   o.json = absl::GetFlag(FLAGS_json) || o.requests_file.has_value();
   const std::string precision = absl::GetFlag(FLAGS_precision);
   if (precision == "reference") {

@@ -15,6 +15,7 @@ json CompletionJson(std::span<const int32_t> prompt_token_ids,
   j["token_ids"] = c.token_ids;
   j["text"] = c.text;
   j["finish_reason"] = coordinator::FinishReasonName(c.finish_reason);
+  if (c.score.has_value()) j["score"] = *c.score;
   if (top_logprobs > 0) {
     json positions = json::array();
     json chosen = json::array();
@@ -37,7 +38,9 @@ json RequestLineJson(std::span<const int32_t> prompt_token_ids,
                      std::span<const coordinator::Completion> completions, int32_t top_logprobs,
                      int64_t prefix_hit_tokens, const std::string& error) {
   json line;
-  if (completions.size() == 1) {
+  // Beam search results (scored) always come as a list, best first.
+  const bool scored = !completions.empty() && completions[0].score.has_value();
+  if (completions.size() == 1 && !scored) {
     line = CompletionJson(prompt_token_ids, completions[0], top_logprobs, prefix_hit_tokens);
   } else {
     line["prompt_token_ids"] =

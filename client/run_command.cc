@@ -112,7 +112,10 @@ int RunCommand(const RunOptions& o) {
   sched_config.max_num_seqs = o.max_num_seqs;
   sched_config.enable_prefix_cache = o.enable_prefix_cache;
   if (absl::Status s = coordinator::ValidateSchedulerConfig(sched_config); !s.ok()) return fail(s);
-  const bool stream_text = !o.json && !o.requests_file && o.params.n == 1;
+  // Beam search streams whole best-beam texts that replace each other:
+  // printed once done instead.
+  const bool stream_text =
+      !o.json && !o.requests_file && o.params.n == 1 && !BeamIfRequested(o.beam).has_value();
   CliObserver observer(stream_text);
   coordinator::Scheduler scheduler(sched_config, group->get(), tok->get(), &observer);
 
@@ -120,7 +123,7 @@ int RunCommand(const RunOptions& o) {
   std::vector<JsonRequest> requests;
   if (o.requests_file) {
     for (size_t i = 0; i < lines.size(); ++i) {
-      absl::StatusOr<JsonRequest> r = ParseJsonRequest(lines[i], o.params);
+      absl::StatusOr<JsonRequest> r = ParseJsonRequest(lines[i], o.params, o.beam);
       if (!r.ok()) {
         return fail(absl::InvalidArgumentError(
             absl::StrFormat("request line %d: %s", i + 1, r.status().message())));
@@ -130,6 +133,7 @@ int RunCommand(const RunOptions& o) {
   } else {
     JsonRequest r;
     r.params = o.params;
+    r.beam = BeamIfRequested(o.beam);
     if (o.prompt) r.prompt = *o.prompt;
     if (o.prompt_ids) r.prompt_token_ids = *o.prompt_ids;
     if (o.chat) r.messages.push_back({"user", *o.chat});
@@ -142,6 +146,7 @@ int RunCommand(const RunOptions& o) {
     g.id = RequestId(static_cast<int64_t>(i));
     g.params = requests[i].params;
     g.priority = requests[i].priority;
+    g.beam = requests[i].beam;
     absl::Status status = ids.status();
     if (ids.ok()) {
       g.prompt_tokens = *std::move(ids);
@@ -171,7 +176,12 @@ int RunCommand(const RunOptions& o) {
     const RequestOutput& out = observer.outputs().at(static_cast<int64_t>(i));
     if (!out.error.empty()) exit_code = 1;
     const int32_t top_k = requests[i].params.logprobs;
-    if (o.json && !o.requests_file) {
+    if (o.json && !o.requests_file && requests[i].beam.has_value()) {
+      std::printf("%s\n", RequestLineJson(out.prompt_token_ids, out.completions, top_k,
+                                          out.prefix_hit_tokens, out.error)
+                              .dump()
+                              .c_str());
+    } else if (o.json && !o.requests_file) {
       for (const auto& c : out.completions) {
         std::printf("%s\n",
                     CompletionJson(out.prompt_token_ids, c, top_k, out.prefix_hit_tokens).dump().c_str());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/decoding/beam_search.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampling_params.h"
 
@@ -20,6 +21,9 @@ struct RunOptions {
   std::optional<std::vector<int32_t>> prompt_ids;
   std::optional<std::string> requests_file;  // JSONL, one request per line
   sampling::SamplingParams params;
+  // Beam flags (--num-beams ...): the defaults of every request; beam search
+  // runs when num_beams > 1 or num_beam_groups > 1.
+  coordinator::BeamSearchParams beam;
   bool json = false;
   model::Precision precision = model::Precision::kFast;
   int32_t num_threads = 0;

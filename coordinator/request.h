@@ -4,10 +4,12 @@
 #define TANDEM_COORDINATOR_REQUEST_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/strong_id.h"
+#include "coordinator/decoding/beam_search.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/sampling_params.h"
 
@@ -18,6 +20,10 @@ struct GenerateRequest {
   std::vector<int32_t> prompt_tokens;
   sampling::SamplingParams params;  // validated before submission
   int32_t priority = 0;             // higher runs first; FCFS within a priority
+  // Set → beam search (params.n must be 1; params.min_tokens is
+  // min_new_tokens, params.max_tokens max_new_tokens; sampling fields apply
+  // only with beam->do_sample). Validated by Scheduler::Submit.
+  std::optional<BeamSearchParams> beam;
 };
 
 enum class FinishReason {
@@ -42,6 +48,9 @@ struct Completion {
   std::string text;
   FinishReason finish_reason = FinishReason::kNone;
   std::vector<PositionLogprobs> logprobs;
+  // Beam search: transformers' sequence score (sum of logprobs /
+  // generated_len ** length_penalty); returned sequences come best first.
+  std::optional<double> score;
 };
 
 struct RequestOutput {
@@ -61,6 +70,9 @@ struct CompletionDelta {
   int32_t index = 0;
   std::string text;                 // newly completed UTF-8 text (stop strings removed)
   std::vector<int32_t> token_ids;   // tokens generated in this step
+  // Beam search: text and token_ids are the current best beam in full and
+  // replace what earlier deltas of this index said.
+  bool replace = false;
   // One per token in token_ids when the request asked for logprobs
   // (params.logprobs > 0); else empty.
   std::vector<PositionLogprobs> logprobs;

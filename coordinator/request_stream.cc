@@ -7,6 +7,10 @@ void RequestStream::PushDelta(const CompletionDelta& delta) {
   auto [it, inserted] = pending_.try_emplace(delta.index, delta);
   if (inserted) return;
   CompletionDelta& merged = it->second;
+  if (delta.replace) {
+    merged = delta;
+    return;
+  }
   merged.text += delta.text;
   merged.token_ids.insert(merged.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
   merged.logprobs.insert(merged.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());

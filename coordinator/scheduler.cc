@@ -43,6 +43,11 @@ struct Scheduler::Sequence {
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer;
   std::unique_ptr<sampling::StopChecker> stop_checker;
   Completion completion;
+  // Beam search: this sequence is one running beam; after its sampling
+  // step it holds its candidates until every beam of the request has them.
+  bool beam = false;
+  bool has_candidates = false;
+  std::vector<BeamCandidate> candidates;
 
   // Tokens this sequence must compute before it can sample (the parent stops
   // one short of the prompt: each child computes the last token itself).
@@ -60,6 +65,13 @@ struct Scheduler::RequestState {
   std::optional<Clock::time_point> first_token_time;
   std::unique_ptr<Sequence> parent;                // n > 1 only
   std::vector<std::unique_ptr<Sequence>> completions;
+  // Beam search only: the decoding state, the running beams in its order,
+  // the results once done, and the next unused RNG stream (every beam
+  // sequence gets its own, so beam sampling's noise is independent).
+  std::unique_ptr<BeamSearch> beam;
+  std::vector<std::unique_ptr<Sequence>> beams;
+  std::vector<Completion> beam_results;
+  uint64_t next_beam_stream = 0;
   int32_t num_unfinished = 0;
   int64_t prefix_hit_tokens = 0;
   bool admitted_once = false;
@@ -124,6 +136,35 @@ absl::Status Scheduler::Submit(GenerateRequest request) {
   }
   absl::Status params_status = sampling::ValidateSamplingParams(request.params, info.vocab_size);
   if (!params_status.ok()) return params_status;
+  if (request.params.beam_candidates != 0 || request.params.beam_sample) {
+    return absl::InvalidArgumentError(
+        "beam_candidates / beam_sample are set by the scheduler, not by requests");
+  }
+  if (request.beam.has_value()) {
+    if (absl::Status s = ValidateBeamSearchParams(*request.beam); !s.ok()) return s;
+    if (request.params.n != 1) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "n %d with num_beams %d: beam search returns num_return_sequences sequences; n must "
+          "be 1",
+          request.params.n, request.beam->num_beams));
+    }
+    if (!request.params.stop.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%d stop strings with num_beams %d: beam search stops on EOS and stop token ids only",
+          request.params.stop.size(), request.beam->num_beams));
+    }
+    // The worker returns max(2, 1 + #EOS ids) x group size candidates per
+    // beam (plus num_beams with groups).
+    const int64_t num_eos = static_cast<int64_t>(eos_ids_.size() + request.params.stop_token_ids.size());
+    const int64_t group_size = request.beam->num_beams / request.beam->num_beam_groups;
+    const int64_t per_beam = std::max<int64_t>(2, 1 + num_eos) * group_size +
+                             (request.beam->num_beam_groups > 1 ? request.beam->num_beams : 0);
+    if (per_beam > sampling::kMaxBeamCandidates) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "num_beams %d with %d EOS / stop token ids needs %d candidates per beam: the limit is %d",
+          request.beam->num_beams, num_eos, per_beam, sampling::kMaxBeamCandidates));
+    }
+  }
   const int64_t blocks_needed = (prompt_len + 1 + info.block_size - 1) / info.block_size;
   if (blocks_needed > info.num_blocks) {
     return absl::ResourceExhaustedError(absl::StrFormat(
@@ -187,6 +228,10 @@ void Scheduler::DrainInbox() {
     auto it = requests_.find(id);
     if (it == requests_.end() || it->second->done) continue;
     RequestState* r = it->second.get();
+    if (r->beam) {
+      FinishBeamSearch(r, FinishReason::kCancelled);
+      continue;
+    }
     if (r->parent && !r->parent->finished) ReleaseSequence(r->parent.get());
     for (auto& c : r->completions) {
       if (!c->finished) FinishSequence(c.get(), FinishReason::kCancelled);
@@ -196,6 +241,10 @@ void Scheduler::DrainInbox() {
 
 // Creates the request's sequences and queues the first one.
 void Scheduler::Admit(RequestState* r) {
+  if (r->request.beam.has_value()) {
+    AdmitBeamSearch(r);
+    return;
+  }
   const int32_t n = r->request.params.n;
   auto make = [&](int32_t index) {
     auto s = std::make_unique<Sequence>();
@@ -370,6 +419,17 @@ absl::StatusOr<bool> Scheduler::Step() {
       ForkChildren(seq);
     }
   }
+  // Beam requests whose every beam has its candidates take their step.
+  std::vector<RequestState*> beam_requests;
+  for (Sequence* seq : scheduled) {
+    RequestState* r = seq->request;
+    if (seq->beam && !r->done && std::find(beam_requests.begin(), beam_requests.end(), r) ==
+                                      beam_requests.end()) {
+      beam_requests.push_back(r);
+    }
+  }
+  for (RequestState* r : beam_requests) AdvanceBeams(r);
+  retired_.clear();
   EraseDoneRequests();
   ++stats_.num_steps_ok;
   stats_.step_ms += absl::ToDoubleMilliseconds(absl::Now() - step_start);
@@ -416,8 +476,167 @@ void Scheduler::ForkChildren(Sequence* parent) {
   ReleaseSequence(parent);
 }
 
+std::unique_ptr<Scheduler::Sequence> Scheduler::MakeBeamSequence(RequestState* r,
+                                                                 std::vector<int32_t> tokens) {
+  auto s = std::make_unique<Sequence>();
+  s->request = r;
+  s->index = static_cast<int32_t>(r->next_beam_stream++);
+  s->tokens = std::move(tokens);
+  s->prompt_len = static_cast<int32_t>(r->request.prompt_tokens.size());
+  s->beam = true;
+  return s;
+}
+
+void Scheduler::AdmitBeamSearch(RequestState* r) {
+  GenerateRequest& req = r->request;
+  std::vector<int32_t> eos;
+  if (!req.params.ignore_eos) eos = eos_ids_;
+  for (int32_t t : req.params.stop_token_ids) {
+    if (std::find(eos.begin(), eos.end(), t) == eos.end()) eos.push_back(t);
+  }
+  const int32_t room =
+      group_->info().context_length - static_cast<int32_t>(req.prompt_tokens.size());
+  r->beam = std::make_unique<BeamSearch>(*req.beam, std::move(eos),
+                                         std::min(req.params.max_tokens, room));
+  // What the worker does with every beam row: candidates, not a token.
+  req.params.beam_candidates = r->beam->candidates_per_beam();
+  req.params.beam_sample = req.beam->do_sample;
+  r->num_unfinished = 1;
+  r->beams.push_back(MakeBeamSequence(r, req.prompt_tokens));
+  Sequence* first = r->beams.back().get();
+  first->in_waiting = true;
+  auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), first,
+                              [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
+  waiting_.insert(pos, first);
+}
+
+void Scheduler::AdvanceBeams(RequestState* r) {
+  for (const auto& b : r->beams) {
+    if (!b->has_candidates) return;  // some beam has not run this round yet
+  }
+  std::vector<std::vector<BeamCandidate>> candidates;
+  for (auto& b : r->beams) {
+    candidates.push_back(std::move(b->candidates));
+    b->candidates.clear();
+    b->has_candidates = false;
+  }
+  const std::vector<BeamMove> moves = r->beam->Step(candidates);
+  stats_.num_generated_tokens += static_cast<int64_t>(candidates.size());
+  if (r->beam->done()) {
+    FinishBeamSearch(r, FinishReason::kNone);
+    return;
+  }
+  // Each move continues its parent: the first reuses the parent's sequence,
+  // later ones fork it (copy-on-write KV) before any of them appends.
+  std::vector<std::unique_ptr<Sequence>> old = std::move(r->beams);
+  std::vector<Sequence*> parents;
+  for (const auto& b : old) parents.push_back(b.get());
+  std::vector<bool> reused(old.size(), false);
+  std::vector<int32_t> appended;
+  for (const BeamMove& m : moves) {
+    Sequence* parent = parents[m.parent];
+    if (!reused[m.parent]) {
+      reused[m.parent] = true;
+      r->beams.push_back(std::move(old[m.parent]));
+    } else {
+      std::unique_ptr<Sequence> child = MakeBeamSequence(r, parent->tokens);
+      if (parent->in_kv) {
+        child->id = NextSeqId();
+        kv_->Fork(parent->id, child->id);
+        child->in_kv = true;
+        child->num_computed = parent->num_computed;
+        running_.push_back(child.get());
+        worker::NewSequence ns;
+        ns.id = child->id;
+        ns.prompt_tokens = r->request.prompt_tokens;
+        ns.output_tokens.assign(child->tokens.begin() + child->prompt_len, child->tokens.end());
+        ns.params = r->request.params;
+        ns.seed = r->seed;
+        ns.stream = static_cast<uint64_t>(child->index);
+        pending_new_.push_back(std::move(ns));
+      } else {
+        // The parent was preempted: the child recomputes from the waiting queue.
+        child->in_waiting = true;
+        auto pos = std::upper_bound(
+            waiting_.begin(), waiting_.end(), child.get(),
+            [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
+        waiting_.insert(pos, child.get());
+      }
+      r->beams.push_back(std::move(child));
+    }
+    appended.push_back(m.token);
+  }
+  for (size_t i = 0; i < r->beams.size(); ++i) r->beams[i]->tokens.push_back(appended[i]);
+  for (auto& b : old) {
+    if (b == nullptr) continue;  // reused
+    ReleaseSequence(b.get());
+    retired_.push_back(std::move(b));
+  }
+  EmitBestBeam(r, FinishReason::kNone);
+}
+
+void Scheduler::EmitBestBeam(RequestState* r, FinishReason reason) {
+  CompletionDelta delta;
+  delta.id = r->request.id;
+  delta.index = 0;
+  delta.replace = true;
+  delta.token_ids = r->beam->BestTokens();
+  absl::StatusOr<std::string> text = tokenizer_->Decode(delta.token_ids, /*skip_special=*/true);
+  if (text.ok()) delta.text = *std::move(text);
+  delta.finish_reason = reason;
+  observer_->OnDelta(delta);
+}
+
+void Scheduler::FinishBeamSearch(RequestState* r, FinishReason forced) {
+  for (auto& b : r->beams) {
+    ReleaseSequence(b.get());
+    retired_.push_back(std::move(b));
+  }
+  r->beams.clear();
+  if (forced == FinishReason::kNone) {
+    for (BeamHypothesis& h : r->beam->Finalize()) {
+      Completion c;
+      absl::StatusOr<std::string> text = tokenizer_->Decode(h.tokens, /*skip_special=*/true);
+      if (text.ok()) c.text = *std::move(text);
+      c.token_ids = std::move(h.tokens);
+      if (h.ended_with_eos) c.token_ids.push_back(h.eos_token);
+      c.finish_reason = h.ended_with_eos ? FinishReason::kStop : FinishReason::kLength;
+      c.score = h.score;
+      r->beam_results.push_back(std::move(c));
+    }
+    if (!r->beam_results.empty()) {
+      CompletionDelta delta;
+      delta.id = r->request.id;
+      delta.replace = true;
+      delta.token_ids = r->beam_results[0].token_ids;
+      delta.text = r->beam_results[0].text;
+      delta.finish_reason = r->beam_results[0].finish_reason;
+      observer_->OnDelta(delta);
+    }
+  } else {
+    // Cancelled or failed: the best beam so far is the answer.
+    Completion c;
+    c.token_ids = r->beam->BestTokens();
+    absl::StatusOr<std::string> text = tokenizer_->Decode(c.token_ids, /*skip_special=*/true);
+    if (text.ok()) c.text = *std::move(text);
+    c.finish_reason = forced;
+    r->beam_results.push_back(std::move(c));
+  }
+  r->num_unfinished = 0;
+  MaybeCompleteRequest(r);
+}
+
 void Scheduler::OnSampled(Sequence* seq, const sampling::SampleResult& sample) {
   RequestState* r = seq->request;
+  if (seq->beam) {
+    if (!r->first_token_time) r->first_token_time = Clock::now();
+    seq->candidates.clear();
+    for (const sampling::BeamToken& t : sample.beam_candidates) {
+      seq->candidates.push_back({t.token, t.score, t.key});
+    }
+    seq->has_candidates = true;
+    return;
+  }
   const sampling::SamplingParams& params = r->request.params;
   if (!r->first_token_time) r->first_token_time = Clock::now();
   const int32_t token = sample.token;
@@ -488,6 +707,10 @@ void Scheduler::FinishSequence(Sequence* seq, FinishReason reason) {
 
 void Scheduler::FailRequest(RequestState* r, const std::string& error) {
   r->error = error;
+  if (r->beam) {
+    if (!r->done) FinishBeamSearch(r, FinishReason::kError);
+    return;
+  }
   if (r->parent && !r->parent->finished) ReleaseSequence(r->parent.get());
   for (auto& c : r->completions) {
     if (!c->finished) FinishSequence(c.get(), FinishReason::kError);
@@ -514,6 +737,7 @@ void Scheduler::MaybeCompleteRequest(RequestState* r) {
         std::chrono::duration<double, std::milli>(*r->first_token_time - r->submit_time).count();
   }
   for (auto& c : r->completions) out.completions.push_back(std::move(c->completion));
+  if (r->beam) out.completions = std::move(r->beam_results);
   observer_->OnFinished(out);
 }
 

@@ -107,6 +107,17 @@ class Scheduler {
   void MaybeCompleteRequest(RequestState* request);
   void ReleaseSequence(Sequence* seq);
   void EraseDoneRequests();
+  // Beam search (see coordinator/decoding/beam_search.h).
+  std::unique_ptr<Sequence> MakeBeamSequence(RequestState* r, std::vector<int32_t> tokens);
+  void AdmitBeamSearch(RequestState* r);
+  // Runs the request's beam step once every running beam has candidates:
+  // forks, continues and releases beam sequences, or finishes the request.
+  void AdvanceBeams(RequestState* r);
+  // Streams the best beam so far (the whole text, replacing the last).
+  void EmitBestBeam(RequestState* r, FinishReason reason);
+  // Releases every beam; kNone → the finalized hypotheses are the
+  // completions, else (cancel, error) the best beam so far with `forced`.
+  void FinishBeamSearch(RequestState* r, FinishReason forced);
   SeqId NextSeqId() { return SeqId(next_seq_id_++); }
 
   SchedulerConfig config_;
@@ -131,6 +142,9 @@ class Scheduler {
   std::deque<Sequence*> waiting_;    // not in the KV cache
   std::vector<SeqId> released_;      // to forget on the worker in the next plan
   std::vector<worker::NewSequence> pending_new_;  // forked children to announce
+  // Beam sequences dropped during a step, kept alive until the step ends
+  // (the step's scheduled list may still point at them).
+  std::vector<std::unique_ptr<Sequence>> retired_;
   SchedulerStats stats_;
 };
 

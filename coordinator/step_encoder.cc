@@ -49,6 +49,8 @@ absl::StatusOr<tandem::v1::StepRequest> StepEncoder::Encode(const worker::StepPl
     worker::SamplingParamsToProto(ns.params, out->mutable_sampling());
     out->set_seed(ns.seed);
     out->set_stream(ns.stream);
+    out->set_beam_candidates(ns.params.beam_candidates);
+    out->set_beam_sample(ns.params.beam_sample);
     sent_tables_[ns.id].clear();
   }
   request.mutable_copies()->Reserve(static_cast<int>(plan.copies.size()));

@@ -64,6 +64,12 @@ void StepResultToProto(const StepResult& result, tandem::v1::StepResponse* proto
       top->set_token(t.token);
       top->set_logprob(t.logprob);
     }
+    for (const sampling::BeamToken& b : r.sample.beam_candidates) {
+      tandem::v1::BeamCandidate* c = out->add_beam_candidates();
+      c->set_token(b.token);
+      c->set_score(b.score);
+      c->set_key(b.key);
+    }
   }
   tandem::v1::StepTimings* t = proto->mutable_timings();
   t->set_forward_ms(result.timings.forward_ms);
@@ -95,6 +101,11 @@ absl::StatusOr<StepResult> StepResultFromProto(const tandem::v1::StepResponse& p
     for (const tandem::v1::TokenLogprob& t : r.top_logprobs()) {
       RETURN_IF_ERROR(check(t.token(), "top-logprob token"));
       out.sample.top_logprobs.push_back({t.token(), t.logprob()});
+    }
+    out.sample.beam_candidates.reserve(r.beam_candidates_size());
+    for (const tandem::v1::BeamCandidate& c : r.beam_candidates()) {
+      RETURN_IF_ERROR(check(c.token(), "beam candidate token"));
+      out.sample.beam_candidates.push_back({c.token(), c.score(), c.key()});
     }
   }
   result.timings.forward_ms = proto.timings().forward_ms();
@@ -163,6 +174,8 @@ absl::StatusOr<StepPlan> StepDecoder::Decode(const tandem::v1::StepRequest& requ
     out.prompt_tokens.assign(ns.prompt_tokens().begin(), ns.prompt_tokens().end());
     out.output_tokens.assign(ns.output_tokens().begin(), ns.output_tokens().end());
     out.params = SamplingParamsFromProto(ns.sampling());
+    out.params.beam_candidates = ns.beam_candidates();
+    out.params.beam_sample = ns.beam_sample();
     absl::Status valid = sampling::ValidateSamplingParams(out.params, config_.vocab_size);
     if (!valid.ok()) {
       return absl::InvalidArgumentError(

@@ -100,6 +100,16 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     if (!plan.sequences[i].sample) continue;
     SequenceState* st = states[i];
+    if (st->params.beam_candidates > 0) {
+      // A beam's history is what the coordinator chose: the step's tokens
+      // past the prompt and the history known so far.
+      const SequenceStep& s = plan.sequences[i];
+      const int64_t known =
+          static_cast<int64_t>(st->prompt_tokens.size() + st->output_tokens.size());
+      for (size_t k = 0; k < s.tokens.size(); ++k) {
+        if (s.start_pos + static_cast<int64_t>(k) >= known) st->output_tokens.push_back(s.tokens[k]);
+      }
+    }
     sampling::SamplingRow r;
     r.logits = logits_.data() + row * vocab;
     r.params = &st->params;
@@ -116,7 +126,9 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
   sampler_.SampleBatch(sample_rows, samples, model_->pool());
   for (size_t j = 0; j < samples.size(); ++j) {
     const SequenceStep& s = plan.sequences[row_seq[j]];
-    states[row_seq[j]]->output_tokens.push_back(samples[j].token);
+    if (states[row_seq[j]]->params.beam_candidates == 0) {
+      states[row_seq[j]]->output_tokens.push_back(samples[j].token);
+    }
     result.results.push_back(SequenceResult{s.id, std::move(samples[j])});
   }
   result.timings.sample_ms = MillisSince(sample_start);

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "common/logging.h"
+#include "engine/sampling/beam_candidates.h"
 #include "engine/sampling/logits_processor.h"
 #include "engine/sampling/rng.h"
 
@@ -56,6 +57,12 @@ void Sampler::SampleRow(const SamplingRow& row, SampleResult* result, Scratch* s
   CHECK(row.params != nullptr, "row without params");
   const SamplingParams& p = *row.params;
   std::span<float> logits(scratch->logits);
+  if (p.beam_candidates > 0) {
+    ComputeBeamCandidates(row, logits, scratch->seen, scratch->counts, &result->beam_candidates);
+    result->token = result->beam_candidates.front().token;
+    ComputeLogprobs(row, result, scratch);
+    return;
+  }
   std::copy(row.logits, row.logits + vocab_size_, logits.begin());
 
   if (static_cast<int64_t>(row.output_tokens.size()) < p.min_tokens) {

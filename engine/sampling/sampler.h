@@ -48,12 +48,24 @@ struct SamplingRow {
   std::span<const int32_t> eos_token_ids = {};
 };
 
+// A beam-search candidate: a next token with its processed log-probability
+// (`score`) and the key it is selected by (the score, or score + Gumbel noise
+// when beam sampling). See beam_candidates.h.
+struct BeamToken {
+  int32_t token = 0;
+  float score = 0.0f;
+  float key = 0.0f;
+};
+
 struct SampleResult {
   int32_t token = -1;
   float logprob = 0.0f;  // log_softmax of the raw logits at `token`
   // The params->logprobs highest raw logprobs, descending (ties: lower id
   // first). Empty when params->logprobs == 0.
   std::vector<TokenLogprob> top_logprobs;
+  // params->beam_candidates > 0 only: the best next tokens by key (then
+  // `token` is the first of them and nothing was sampled).
+  std::vector<BeamToken> beam_candidates;
 };
 
 class Sampler {

@@ -18,6 +18,7 @@ namespace tandem::sampling {
 inline constexpr float kGreedyTemperature = 1e-5f;
 inline constexpr int32_t kMaxLogprobs = 20;
 inline constexpr int32_t kMaxN = 128;
+inline constexpr int32_t kMaxBeamCandidates = 256;
 
 // Plain value type; no invariants are enforced until ValidateSamplingParams.
 // Thread-safety: none needed (a value).
@@ -37,6 +38,10 @@ struct SamplingParams {
   bool ignore_eos = false;          // EOS neither stops nor is masked
   int32_t logprobs = 0;             // top alternatives returned per position, [0, kMaxLogprobs]
   int32_t n = 1;                    // samples per request, [1, kMaxN]
+  // Set by the coordinator for beam search, never by clients: > 0 → the row
+  // returns this many beam candidates (beam_candidates.h) instead of a token.
+  int32_t beam_candidates = 0;      // [0, kMaxBeamCandidates]
+  bool beam_sample = false;         // beam sampling: warpers and Gumbel keys
 };
 
 // Returns OK when every field of `p` is in range for a model with
