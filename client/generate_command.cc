@@ -89,7 +89,7 @@ int GenerateCommand(const GenerateOptions& o) {
     for (std::string line; std::getline(in, line);) {
       ++line_number;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      absl::StatusOr<JsonRequest> r = ParseJsonRequest(line, o.params);
+      absl::StatusOr<JsonRequest> r = ParseJsonRequest(line, o.params, o.beam);
       if (!r.ok()) {
         return Fail(absl::StrFormat("INVALID_ARGUMENT: request line %d: %s", line_number,
                                     r.status().message()));
@@ -99,6 +99,7 @@ int GenerateCommand(const GenerateOptions& o) {
   } else {
     JsonRequest r;
     r.params = o.params;
+    r.beam = BeamIfRequested(o.beam);
     if (o.prompt) r.prompt = *o.prompt;
     if (o.prompt_ids) r.prompt_token_ids = *o.prompt_ids;
     if (o.chat) r.messages.push_back({"user", *o.chat});
@@ -108,7 +109,8 @@ int GenerateCommand(const GenerateOptions& o) {
   std::unique_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
 
   if (!o.requests_file) {
-    const bool stream_text = !o.json && o.params.n == 1;
+    // A beam search's best text can change: printed once done instead.
+    const bool stream_text = !o.json && o.params.n == 1 && !requests[0].beam.has_value();
     std::function<void(const std::string&)> on_text;
     if (stream_text) {
       on_text = [](const std::string& text) {
@@ -122,7 +124,12 @@ int GenerateCommand(const GenerateOptions& o) {
       if (stream_text) std::printf("\n");
       return Fail(DescribeGrpcStatus(g.status));
     }
-    if (o.json) {
+    if (o.json && requests[0].beam.has_value()) {
+      std::printf("%s\n", RequestLineJson(r.prompt_token_ids, g.completions, r.top_k,
+                                          g.cached_prompt_tokens, g.error)
+                              .dump()
+                              .c_str());
+    } else if (o.json) {
       for (const coordinator::Completion& c : g.completions) {
         std::printf("%s\n", CompletionJson(r.prompt_token_ids, c, r.top_k, g.cached_prompt_tokens)
                                  .dump()

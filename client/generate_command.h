@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/decoding/beam_search.h"
 #include "engine/sampling/sampling_params.h"
 
 namespace tandem::client {
@@ -21,6 +22,9 @@ struct GenerateOptions {
   std::optional<std::vector<int32_t>> prompt_ids;
   std::optional<std::string> requests_file;  // JSONL, one request per line
   sampling::SamplingParams params;           // defaults for every request
+  // Beam flags, defaults for every request (beam search when num_beams > 1
+  // or num_beam_groups > 1).
+  coordinator::BeamSearchParams beam;
   bool json = false;
   int32_t concurrency = 1;  // --requests: requests in flight at once, >= 1
   int32_t timeout_s = 0;    // per-request gRPC deadline; 0 = none

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "absl/strings/str_format.h"
+#include "coordinator/decoding/beam_search_proto.h"
 #include "worker/step_codec.h"
 
 namespace tandem::client {
@@ -68,8 +69,14 @@ StreamedGeneration StreamGenerate(pb::Inference::Stub& stub, const pb::GenerateR
     for (const pb::CompletionDelta& d : msg.deltas()) {
       if (d.index() < 0 || d.index() >= static_cast<int32_t>(result.completions.size())) continue;
       coordinator::Completion& c = result.completions[d.index()];
-      c.text += d.text();
-      c.token_ids.insert(c.token_ids.end(), d.token_ids().begin(), d.token_ids().end());
+      if (d.replace()) {
+        // Beam search: the best beam so far, in full.
+        c.text = d.text();
+        c.token_ids.assign(d.token_ids().begin(), d.token_ids().end());
+      } else {
+        c.text += d.text();
+        c.token_ids.insert(c.token_ids.end(), d.token_ids().begin(), d.token_ids().end());
+      }
       if (d.finish_reason() != pb::FINISH_REASON_UNSPECIFIED) {
         c.finish_reason = FromProto(d.finish_reason());
       }
@@ -80,7 +87,19 @@ StreamedGeneration StreamGenerate(pb::Inference::Stub& stub, const pb::GenerateR
         for (const pb::TokenLogprob& t : p.top_logprobs()) lp.top.push_back({t.token(), t.logprob()});
         c.logprobs.push_back(std::move(lp));
       }
-      if (d.index() == 0 && on_text && !d.text().empty()) on_text(d.text());
+      if (d.index() == 0 && on_text && !d.text().empty() && !d.replace()) on_text(d.text());
+    }
+    if (msg.sequences_size() > 0) {
+      // Beam search's last message: every returned sequence, best first.
+      result.completions.clear();
+      for (const pb::Completion& s : msg.sequences()) {
+        coordinator::Completion c;
+        c.text = s.text();
+        c.token_ids.assign(s.token_ids().begin(), s.token_ids().end());
+        c.finish_reason = FromProto(s.finish_reason());
+        if (s.has_score()) c.score = s.score();
+        result.completions.push_back(std::move(c));
+      }
     }
     if (msg.has_usage()) result.cached_prompt_tokens = msg.usage().cached_prompt_tokens();
     if (!msg.error().empty()) result.error = msg.error();
@@ -106,7 +125,12 @@ pb::GenerateRequest GenerateRequestProto(const JsonRequest& r) {
   }
   worker::SamplingParamsToProto(r.params, g.mutable_sampling());
   g.set_priority(r.priority);
-  g.set_decoding_mode(pb::DECODING_MODE_SAMPLING);
+  if (r.beam.has_value()) {
+    g.set_decoding_mode(pb::DECODING_MODE_BEAM_SEARCH);
+    coordinator::BeamSearchParamsToProto(*r.beam, g.mutable_beam_search());
+  } else {
+    g.set_decoding_mode(pb::DECODING_MODE_SAMPLING);
+  }
   return g;
 }
 

@@ -325,6 +325,7 @@ int main(int argc, char** argv) {
     g.prompt_ids = o.prompt_ids;
     g.requests_file = o.requests_file;
     g.params = o.params;
+    g.beam = o.beam;
     g.json = o.json;
     g.concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
     g.timeout_s = std::max(0, absl::GetFlag(FLAGS_timeout_s));

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/grpc_status.h"
+#include "coordinator/decoding/beam_search_proto.h"
 #include "common/logging.h"
 #include "engine/sampling/sampling_params.h"
 #include "engine/tokenizer/chat_template.h"
@@ -38,6 +39,15 @@ void AddLogprobs(const std::vector<PositionLogprobs>& from,
       alt->set_logprob(t.logprob);
     }
   }
+}
+
+void FillCompletion(const Completion& c, int32_t index, int32_t top_k, pb::Completion* out) {
+  out->set_index(index);
+  out->set_text(c.text);
+  out->mutable_token_ids()->Add(c.token_ids.begin(), c.token_ids.end());
+  out->set_finish_reason(ToProto(c.finish_reason));
+  if (top_k > 0) AddLogprobs(c.logprobs, out->mutable_logprobs());
+  if (c.score.has_value()) out->set_score(*c.score);
 }
 
 void FillUsage(const RequestOutput& out, pb::Usage* usage, pb::RequestTimings* timings) {
@@ -111,11 +121,11 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         "the coordinator is shutting down and admits no new requests");
   }
-  if (request.decoding_mode() != pb::DECODING_MODE_UNSPECIFIED &&
-      request.decoding_mode() != pb::DECODING_MODE_SAMPLING) {
+  if (request.decoding_mode() == pb::DECODING_MODE_SPECULATIVE) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                         absl::StrFormat("decoding_mode %s is not implemented: this server "
-                                        "supports DECODING_MODE_SAMPLING only",
+                                        "supports DECODING_MODE_SAMPLING and "
+                                        "DECODING_MODE_BEAM_SEARCH",
                                         DecodingModeName(request.decoding_mode())));
   }
   absl::StatusOr<std::vector<int32_t>> prompt = PromptTokens(request);
@@ -126,6 +136,9 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
   native.prompt_tokens = *std::move(prompt);
   native.params = worker::SamplingParamsFromProto(request.sampling());
   native.priority = request.priority();
+  if (request.decoding_mode() == pb::DECODING_MODE_BEAM_SEARCH) {
+    native.beam = BeamSearchParamsFromProto(request.beam_search());
+  }
   const RequestId id = native.id;
 
   RequestStream stream;
@@ -212,10 +225,17 @@ grpc::Status InferenceService::GenerateStream(grpc::ServerContext* context,
       out->mutable_token_ids()->Add(d.token_ids.begin(), d.token_ids.end());
       if (top_k > 0) AddLogprobs(d.logprobs, out->mutable_logprobs());
       out->set_finish_reason(ToProto(d.finish_reason));
+      out->set_replace(d.replace);
     }
     if (done != nullptr) {
       FillUsage(*done, msg.mutable_usage(), msg.mutable_timings());
       msg.set_error(done->error);
+      if (request->decoding_mode() == pb::DECODING_MODE_BEAM_SEARCH) {
+        for (size_t i = 0; i < done->completions.size(); ++i) {
+          FillCompletion(done->completions[i], static_cast<int32_t>(i), top_k,
+                         msg.add_sequences());
+        }
+      }
     } else if (msg.deltas_size() == 0) {
       return true;
     }
@@ -232,13 +252,8 @@ grpc::Status InferenceService::Generate(grpc::ServerContext* context,
     if (done == nullptr) return true;
     response->set_request_id(request->request_id());
     for (size_t i = 0; i < done->completions.size(); ++i) {
-      const Completion& c = done->completions[i];
-      pb::Completion* out = response->add_completions();
-      out->set_index(static_cast<int32_t>(i));
-      out->set_text(c.text);
-      out->mutable_token_ids()->Add(c.token_ids.begin(), c.token_ids.end());
-      out->set_finish_reason(ToProto(c.finish_reason));
-      if (top_k > 0) AddLogprobs(c.logprobs, out->mutable_logprobs());
+      FillCompletion(done->completions[i], static_cast<int32_t>(i), top_k,
+                     response->add_completions());
     }
     FillUsage(*done, response->mutable_usage(), response->mutable_timings());
     response->set_error(done->error);
@@ -292,6 +307,7 @@ grpc::Status InferenceService::ModelInfo(grpc::ServerContext*, const pb::ModelIn
   for (int32_t id : tokenizer_->EndOfGenerationIds()) response->add_eos_token_ids(id);
   response->set_has_chat_template(!tokenizer_->vocab().chat_template.empty());
   response->add_decoding_modes(pb::DECODING_MODE_SAMPLING);
+  response->add_decoding_modes(pb::DECODING_MODE_BEAM_SEARCH);
   for (const WorkerGroupStatusSnapshot& g : pool_->Statuses()) {
     pb::WorkerGroupStatus* out = response->add_worker_groups();
     out->set_address(g.name);
