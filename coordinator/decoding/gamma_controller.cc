@@ -1,0 +1,68 @@
+#include "coordinator/decoding/gamma_controller.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tandem::coordinator {
+
+double ExpectedTokensPerRound(double alpha, int32_t gamma) {
+  alpha = std::clamp(alpha, 0.0, 1.0);
+  if (alpha >= 1.0) return gamma + 1.0;
+  return (1.0 - std::pow(alpha, gamma + 1)) / (1.0 - alpha);
+}
+
+GammaController::GammaController(const GammaControllerConfig& config) : config_(config) {}
+
+void GammaController::ObserveStep(int64_t num_tokens, double forward_ms) {
+  if (num_tokens <= 0 || !(forward_ms >= 0.0)) return;
+  const double d = config_.cost_decay;
+  const double x = static_cast<double>(num_tokens);
+  w_ = d * w_ + 1.0;
+  wx_ = d * wx_ + x;
+  wy_ = d * wy_ + forward_ms;
+  wxx_ = d * wxx_ + x * x;
+  wxy_ = d * wxy_ + x * forward_ms;
+}
+
+double GammaController::per_token_ms() const {
+  const double var = w_ * wxx_ - wx_ * wx_;
+  // Too few steps, or all of one size: the slope is not identified yet.
+  if (w_ < 3.0 || var <= 1e-9 * w_ * w_) return config_.prior_per_token_ms;
+  return std::max(0.0, (w_ * wxy_ - wx_ * wy_) / var);
+}
+
+double GammaController::fixed_ms() const {
+  if (w_ < 3.0) return config_.prior_fixed_ms;
+  const double b = per_token_ms();
+  return std::max(0.0, (wy_ - b * wx_) / w_);
+}
+
+int32_t GammaController::Choose(double alpha, int64_t batch_tokens,
+                                int64_t batch_sequences) const {
+  const double a = fixed_ms();
+  const double b = per_token_ms();
+  const double step = a + b * static_cast<double>(std::max<int64_t>(1, batch_tokens));
+  if (!(step > 0.0)) return config_.max_gamma;
+  const double s = static_cast<double>(std::max<int64_t>(1, batch_sequences));
+  int32_t best = 0;
+  double best_gain = 1.0;  // plain decoding
+  for (int32_t g = 1; g <= config_.max_gamma; ++g) {
+    const double gain =
+        (s - 1.0 + ExpectedTokensPerRound(alpha, g)) / s * step / (step + g * b);
+    // A deeper round must pay for itself clearly (noise in alpha and beta).
+    if (gain > best_gain * 1.02) {
+      best = g;
+      best_gain = gain;
+    }
+  }
+  return best;
+}
+
+double GammaController::UpdateAcceptance(double alpha, int32_t accepted, int32_t proposed) const {
+  if (proposed <= 0) return alpha;
+  const double observed = static_cast<double>(accepted) / proposed;
+  const double keep = std::pow(config_.acceptance_decay, proposed);
+  return keep * alpha + (1.0 - keep) * observed;
+}
+
+}  // namespace tandem::coordinator
