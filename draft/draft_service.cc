@@ -11,25 +11,16 @@
 #include "worker/step_codec.h"
 
 namespace tandem::draft {
-namespace {
-
-}  // namespace
-
-DraftService::DraftService(std::unique_ptr<ModelProposer> proposer)
-    : proposer_(std::move(proposer)),
-      model_name_(proposer_->model().config().name),
-      vocab_size_(proposer_->model().config().vocab_size),
-      context_length_(proposer_->model().config().context_length),
-      max_sequences_(proposer_->num_blocks()) {}
+DraftService::DraftService(std::unique_ptr<Proposer> proposer)
+    : proposer_(std::move(proposer)), info_(proposer_->info()) {}
 
 grpc::Status DraftService::Info(grpc::ServerContext* context,
                                 const tandem::v1::DraftInfoRequest* request,
                                 tandem::v1::DraftInfoResponse* response) {
-  response->set_model_name(model_name_);
-  response->set_vocab_size(vocab_size_);
-  response->set_context_length(context_length_);
-  // Each held sequence takes at least one KV block.
-  response->set_max_sequences(max_sequences_);
+  response->set_model_name(info_.name);
+  response->set_vocab_size(info_.vocab_size);
+  response->set_context_length(info_.context_length);
+  response->set_max_sequences(info_.max_sequences);
   return grpc::Status::OK;
 }
 
@@ -71,7 +62,7 @@ grpc::Status DraftService::Propose(grpc::ServerContext* context,
       pt->mutable_support_probs()->Add(t.support_probs.begin(), t.support_probs.end());
     }
   }
-  const ModelProposer::ProposeStats& stats = proposer_->last_stats();
+  const ProposeStats& stats = proposer_->last_stats();
   tandem::v1::StepTimings* timings = response->mutable_timings();
   timings->set_forward_ms(stats.forward_ms);
   timings->set_sample_ms(stats.sample_ms);

@@ -1,12 +1,12 @@
 // DraftService: the tandem.v1.Draft gRPC service of one draft worker, over a
-// ModelProposer. The one place where the proposer's absl::Status errors
-// become gRPC codes (DESIGN.md "Errors"): INVALID_ARGUMENT for a malformed
-// request, RESOURCE_EXHAUSTED when the draft's KV cache is full, UNAVAILABLE
-// while draining.
+// Proposer of any kind (model, layer-skip, ngram). The one place where the
+// proposer's absl::Status errors become gRPC codes (DESIGN.md "Errors"):
+// INVALID_ARGUMENT for a malformed request, RESOURCE_EXHAUSTED when the
+// draft is full (KV blocks, sequences), UNAVAILABLE while draining.
 //
 // Thread-safety: the gRPC server calls the handlers from its thread pool;
 // `mutex_` serializes Propose and Release (one forward at a time). Info reads
-// only immutable model facts.
+// only an immutable copy of the proposer's facts.
 #ifndef TANDEM_DRAFT_DRAFT_SERVICE_H_
 #define TANDEM_DRAFT_DRAFT_SERVICE_H_
 
@@ -15,14 +15,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "draft/model_proposer.h"
+#include "draft/proposer.h"
 #include "tandem/v1/draft.grpc.pb.h"
 
 namespace tandem::draft {
 
 class DraftService final : public tandem::v1::Draft::Service {
  public:
-  explicit DraftService(std::unique_ptr<ModelProposer> proposer);
+  explicit DraftService(std::unique_ptr<Proposer> proposer);
   DraftService(const DraftService&) = delete;
   DraftService& operator=(const DraftService&) = delete;
 
@@ -32,7 +32,8 @@ class DraftService final : public tandem::v1::Draft::Service {
   grpc::Status Info(grpc::ServerContext* context, const tandem::v1::DraftInfoRequest* request,
                     tandem::v1::DraftInfoResponse* response) override;
   // All sequences of the request in one batch (one forward per drafting
-  // step); on error no sequence changes.
+  // step); on error no sequence changes. A proposal may hold fewer than
+  // num_draft_tokens tokens, none included (proposer.h).
   grpc::Status Propose(grpc::ServerContext* context, const tandem::v1::ProposeRequest* request,
                        tandem::v1::ProposeResponse* response) override;
   // Validates every entry first, then applies them in order.
@@ -42,12 +43,8 @@ class DraftService final : public tandem::v1::Draft::Service {
  private:
   std::atomic<bool> serving_{true};
   absl::Mutex mutex_;
-  std::unique_ptr<ModelProposer> proposer_ ABSL_GUARDED_BY(mutex_);
-  // Immutable copies for Info.
-  const std::string model_name_;
-  const int32_t vocab_size_;
-  const int32_t context_length_;
-  const int32_t max_sequences_;
+  std::unique_ptr<Proposer> proposer_ ABSL_GUARDED_BY(mutex_);
+  const ProposerInfo info_;  // for Info, without the mutex
 };
 
 }  // namespace tandem::draft

@@ -1,18 +1,31 @@
-// tandem-draft: a draft worker for speculative decoding. It loads a GGUF
-// model with its own paged KV cache and serves tandem.v1.Draft (Propose γ
-// tokens with their probabilities, Release / roll back), grpc.health.v1 and
-// server reflection:
-//   tandem-draft --model PATH [--host 127.0.0.1] [--port 0] [--kv-cache-bytes N]
+// tandem-draft: a draft worker for speculative decoding. It serves
+// tandem.v1.Draft (Propose up to γ tokens with their probabilities, Release /
+// roll back), grpc.health.v1 and server reflection, drafting with one kind:
+//   tandem-draft [--speculative model|ngram|layer-skip:L] [--model PATH]
+//                [--host 127.0.0.1] [--port 0] [--kv-cache-bytes N]
 //                [--block-size 16] [--threads 0] [--precision fast|reference]
+//                [--ngram-min 1] [--ngram-max 4] [--vocab-size N]
+//   model         (default) a draft GGUF at --model (or model:PATH) with its
+//                 own paged KV cache (--kv-cache-bytes, --block-size)
+//   layer-skip:L  the first L layers of the TARGET's GGUF at --model, then its
+//                 final norm and head; its KV cache holds only L layers
+//   ngram         prompt lookup over each sequence's tokens (suffixes of
+//                 --ngram-min..--ngram-max tokens); no model is loaded, so
+//                 --model is optional: given, the vocabulary size and context
+//                 length are read from its metadata; otherwise --vocab-size
+//                 (the target's) is required. The KV and precision flags do
+//                 not apply.
+// Draft.Info's model_name reports the kind: the model's name, "layer-skip:L:
+// <target name>" or "ngram".
 // Once serving it prints exactly one line "tandem-draft listening on
 // HOST:PORT" (the real port when --port 0) to stdout.
 //
 // Thread model: SIGTERM/SIGINT are blocked in every thread before any exists
 // (sigwait() takes them; no handler runs asynchronously). The main thread
-// parses flags, loads the model, starts the gRPC server and waits in
-// sigwait(). gRPC's synchronous server threads run the handlers;
-// DraftService serializes Propose/Release with its mutex, and each forward
-// runs on the model's thread pool (--threads).
+// parses flags, builds the proposer (loading the model), starts the gRPC
+// server and waits in sigwait(). gRPC's synchronous server threads run the
+// handlers; DraftService serializes Propose/Release with its mutex, and each
+// forward runs on the model's thread pool (--threads).
 // On SIGTERM/SIGINT: health → NOT_SERVING, Propose refuses new work, the
 // server shuts down with a 5 s deadline (in-flight calls finish or are
 // cancelled), and the process exits 0.
@@ -32,23 +45,32 @@
 #include "absl/strings/str_format.h"
 #include "common/command_line.h"
 #include "draft/draft_service.h"
-#include "draft/model_proposer.h"
-#include "engine/model/kv_budget.h"
-#include "engine/kv/kv_storage.h"
+#include "draft/proposer.h"
+#include "draft/proposer_factory.h"
+#include "draft/speculative_spec.h"
+#include "engine/kv/kv_manager.h"
 #include "engine/model/model.h"
-#include "engine/tokenizer/bpe_tokenizer.h"
-#include "engine/tokenizer/vocab.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 
-ABSL_FLAG(std::string, model, "", "Path of the draft GGUF model");
+ABSL_FLAG(std::string, speculative, "model",
+          "Draft kind: model (the GGUF at --model), layer-skip:L (the first L layers of the "
+          "target GGUF at --model) or ngram (prompt lookup, no model)");
+ABSL_FLAG(std::string, model, "",
+          "GGUF: the draft model (model), the target (layer-skip); optional for ngram (its "
+          "vocabulary size and context length are read from it)");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on");
 ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one; the real port is printed)");
 ABSL_FLAG(int64_t, kv_cache_bytes, 256ll << 20, "Draft KV cache capacity in bytes");
 ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
 ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
 ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
+ABSL_FLAG(int32_t, ngram_min, 1, "ngram: shortest suffix looked up, in tokens");
+ABSL_FLAG(int32_t, ngram_max, 4, "ngram: longest suffix looked up (longer matches win)");
+ABSL_FLAG(int32_t, vocab_size, 0,
+          "ngram without --model: the target's vocabulary size (Info reports it; tokens must be "
+          "below it)");
 
 namespace {
 
@@ -74,16 +96,33 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
 
   absl::SetProgramUsageMessage(
-      "tandem-draft --model PATH [--host H] [--port P] [--kv-cache-bytes N] [--block-size N] "
-      "[--threads N] [--precision fast|reference]");
+      "tandem-draft [--speculative model|ngram|layer-skip:L] [--model PATH] [--host H] "
+      "[--port P] [--kv-cache-bytes N] [--block-size N] [--threads N] "
+      "[--precision fast|reference] [--ngram-min N] [--ngram-max N] [--vocab-size N]");
   tandem::NormalizedArgs normalized_args(argc, argv);
   std::vector<char*> args = absl::ParseCommandLine(normalized_args.argc(), normalized_args.argv());
   if (args.size() != 1) {
     return Fail(absl::InvalidArgumentError(
         absl::StrFormat("unexpected argument '%s': tandem-draft takes flags only", args[1])));
   }
-  const std::string model_path = absl::GetFlag(FLAGS_model);
-  if (model_path.empty()) return Fail(absl::InvalidArgumentError("--model is required"));
+  absl::StatusOr<tandem::draft::SpeculativeSpec> spec =
+      tandem::draft::ParseSpeculativeSpec(absl::GetFlag(FLAGS_speculative));
+  if (!spec.ok()) return Fail(spec.status());
+  std::string model_path = absl::GetFlag(FLAGS_model);
+  if (!spec->model_path.empty()) {
+    if (!model_path.empty() && model_path != spec->model_path) {
+      return Fail(absl::InvalidArgumentError(absl::StrFormat(
+          "--speculative model:%s and --model %s name different draft models: give one",
+          spec->model_path, model_path)));
+    }
+    model_path = spec->model_path;
+  }
+  if (model_path.empty() && spec->kind != tandem::draft::ProposerKind::kNgram) {
+    return Fail(absl::InvalidArgumentError(absl::StrFormat(
+        "--model is required for --speculative %s (%s)", absl::GetFlag(FLAGS_speculative),
+        spec->kind == tandem::draft::ProposerKind::kLayerSkip ? "the target's GGUF"
+                                                              : "the draft GGUF")));
+  }
   const std::string host = absl::GetFlag(FLAGS_host);
   if (host.empty()) return Fail(absl::InvalidArgumentError("--host is empty"));
   const int32_t port = absl::GetFlag(FLAGS_port);
@@ -112,27 +151,19 @@ int main(int argc, char** argv) {
         absl::StrFormat("--precision '%s' must be fast or reference", precision)));
   }
 
-  absl::StatusOr<std::unique_ptr<tandem::model::Model>> model =
-      tandem::model::Model::Load(model_path, model_options);
-  if (!model.ok()) return Fail(model.status());
-  absl::StatusOr<tandem::tokenizer::Vocab> vocab =
-      tandem::tokenizer::LoadVocabFromGguf((*model)->file());
-  if (!vocab.ok()) return Fail(vocab.status());
-  absl::StatusOr<std::unique_ptr<tandem::tokenizer::Tokenizer>> tokenizer =
-      tandem::tokenizer::Tokenizer::Create(*vocab);
-  if (!tokenizer.ok()) return Fail(tokenizer.status());
-
-  absl::StatusOr<int32_t> num_blocks = tandem::model::NumKvBlocks(
-      **model, block_size, /*kv_blocks=*/0, absl::GetFlag(FLAGS_kv_cache_bytes));
-  if (!num_blocks.ok()) return Fail(num_blocks.status());
-  tandem::draft::ModelProposerConfig config;
-  config.num_blocks = *num_blocks;
-  config.block_size = block_size;
-  config.eos_token_ids = (*tokenizer)->EndOfGenerationIds();
-  const std::string model_name = (*model)->config().name;
-  absl::StatusOr<std::unique_ptr<tandem::draft::ModelProposer>> proposer =
-      tandem::draft::ModelProposer::Create(std::move(*model), config);
+  tandem::draft::ProposerOptions options;
+  options.spec = *spec;
+  options.target_model_path = model_path;
+  options.model_options = model_options;
+  options.block_size = block_size;
+  options.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
+  options.vocab_size = absl::GetFlag(FLAGS_vocab_size);
+  options.ngram_min_n = absl::GetFlag(FLAGS_ngram_min);
+  options.ngram_max_n = absl::GetFlag(FLAGS_ngram_max);
+  absl::StatusOr<std::unique_ptr<tandem::draft::Proposer>> proposer =
+      tandem::draft::MakeProposer(options);
   if (!proposer.ok()) return Fail(proposer.status());
+  const tandem::draft::ProposerInfo info = (*proposer)->info();
   tandem::draft::DraftService service(std::move(*proposer));
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -151,8 +182,15 @@ int main(int argc, char** argv) {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(true);
   health->SetServingStatus(kServiceName, true);
-  std::fprintf(stderr, "tandem-draft: model %s, %d KV blocks of %d tokens, precision %s\n",
-               model_name.c_str(), *num_blocks, block_size, precision.c_str());
+  if (info.kind == tandem::draft::ProposerKind::kNgram) {
+    std::fprintf(stderr, "tandem-draft: %s (suffixes of %d..%d tokens), vocabulary %d, up to %d "
+                 "sequences\n", info.name.c_str(), options.ngram_min_n, options.ngram_max_n,
+                 info.vocab_size, info.max_sequences);
+  } else {
+    std::fprintf(stderr, "tandem-draft: %s %s, %d KV blocks of %d tokens, precision %s\n",
+                 std::string(tandem::draft::ProposerKindName(info.kind)).c_str(),
+                 info.name.c_str(), info.max_sequences, block_size, precision.c_str());
+  }
   std::printf("tandem-draft listening on %s\n", HostPort(host, selected_port).c_str());
   std::fflush(stdout);
 

@@ -62,6 +62,11 @@ absl::StatusOr<std::unique_ptr<ModelProposer>> ModelProposer::Create(
                                 /*enable_prefix_cache=*/false};
   RETURN_IF_ERROR(kv::ValidateKvManagerConfig(kv_config));
   const model::ModelConfig& mc = model->config();
+  if (config.kind != ProposerKind::kModel && config.kind != ProposerKind::kLayerSkip) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a model proposer's kind must be model or layer-skip, not %s",
+        ProposerKindName(config.kind)));
+  }
   for (int32_t id : config.eos_token_ids) {
     if (id < 0 || id >= mc.vocab_size) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -76,18 +81,31 @@ absl::StatusOr<std::unique_ptr<ModelProposer>> ModelProposer::Create(
   storage_config.head_dim = mc.head_dim;
   storage_config.dtype = model->kv_dtype();
   ASSIGN_OR_RETURN(std::unique_ptr<kv::KvStorage> storage, kv::KvStorage::Create(storage_config));
+  ProposerInfo info;
+  info.kind = config.kind;
+  info.name = config.name;
+  if (info.name.empty()) {
+    info.name = config.kind == ProposerKind::kLayerSkip
+                    ? absl::StrFormat("layer-skip:%d:%s", mc.num_layers, mc.name)
+                    : mc.name;
+  }
+  info.vocab_size = mc.vocab_size;
+  info.context_length = mc.context_length;
+  // Each held sequence takes at least one KV block.
+  info.max_sequences = config.num_blocks;
   return std::unique_ptr<ModelProposer>(
-      new ModelProposer(std::move(model), config, std::move(storage)));
+      new ModelProposer(std::move(model), config, std::move(storage), std::move(info)));
 }
 
 ModelProposer::ModelProposer(std::unique_ptr<model::Model> model,
                              const ModelProposerConfig& config,
-                             std::unique_ptr<kv::KvStorage> storage)
+                             std::unique_ptr<kv::KvStorage> storage, ProposerInfo info)
     : model_(std::move(model)),
       config_(config),
       storage_(std::move(storage)),
       kv_manager_(kv::KvManagerConfig{config.num_blocks, config.block_size, false}),
-      sampler_(model_->config().vocab_size) {}
+      sampler_(model_->config().vocab_size),
+      info_(std::move(info)) {}
 
 int32_t ModelProposer::Length(SeqId seq) const {
   return kv_manager_.Contains(seq) ? kv_manager_.NumTokens(seq) : 0;
@@ -153,15 +171,6 @@ absl::Status ModelProposer::Append(SeqId seq, std::span<const int32_t> tokens) {
   }
   if (!copies->empty()) storage_->CopyBlocks(*copies);
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<DraftToken>> ModelProposer::Propose(
-    SeqId seq, std::span<const int32_t> new_tokens, int32_t start_pos, int32_t gamma,
-    const sampling::SamplingParams* params, uint64_t seed, uint64_t stream) {
-  ProposeInput in{seq, new_tokens, start_pos, gamma, params, seed, stream};
-  ASSIGN_OR_RETURN(std::vector<std::vector<DraftToken>> out,
-                   ProposeBatch(std::span<const ProposeInput>(&in, 1)));
-  return std::move(out[0]);
 }
 
 absl::StatusOr<std::vector<std::vector<DraftToken>>> ModelProposer::ProposeBatch(

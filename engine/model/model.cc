@@ -13,6 +13,17 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path,
                                                    const ModelOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(path));
   ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file));
+  const int32_t file_num_layers = config.num_layers;
+  if (options.num_layers < 0 || options.num_layers > file_num_layers) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "num_layers %d (layer-skip L) is out of range: %s has %d layers, L must be in [1, %d] "
+        "(0 = every layer)",
+        options.num_layers, path, file_num_layers, file_num_layers));
+  }
+  // Layer-skip: the truncated model is a model with fewer layers, so the
+  // weights below load only those and every consumer of config() (KV sizing,
+  // KvStorage) sees L layers.
+  if (options.num_layers > 0) config.num_layers = options.num_layers;
   ASSIGN_OR_RETURN(TpShard shard,
                    PartitionForRank(config, options.tp_rank, options.tp_world_size));
   if (options.tp_world_size > 1) {
@@ -31,14 +42,15 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path,
   ASSIGN_OR_RETURN(ModelWeights weights,
                    LoadModelWeights(*file, config, options.precision == Precision::kReference,
                                     shard));
-  return std::unique_ptr<Model>(
-      new Model(std::move(file), std::move(config), std::move(weights), options, shard));
+  return std::unique_ptr<Model>(new Model(std::move(file), std::move(config), file_num_layers,
+                                          std::move(weights), options, shard));
 }
 
-Model::Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, ModelWeights weights,
-             const ModelOptions& options, const TpShard& shard)
+Model::Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, int32_t file_num_layers,
+             ModelWeights weights, const ModelOptions& options, const TpShard& shard)
     : file_(std::move(file)),
       config_(std::move(config)),
+      file_num_layers_(file_num_layers),
       weights_(std::move(weights)),
       options_(options),
       shard_(shard),
@@ -72,6 +84,11 @@ absl::Status Model::Validate(std::span<const ForwardSequence> batch,
     return absl::InvalidArgumentError(absl::StrFormat(
         "the KV storage holds %d KV heads, this model (rank %d of %d) computes %d",
         kv.config().num_kv_heads, shard_.rank, shard_.world_size, shard_.num_kv_heads()));
+  }
+  if (kv.config().num_layers < config_.num_layers) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the KV storage holds %d layers, this model runs %d", kv.config().num_layers,
+        config_.num_layers));
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     const ForwardSequence& s = batch[i];

@@ -58,6 +58,12 @@ struct ModelOptions {
   int32_t tp_rank = 0;
   int32_t tp_world_size = 1;
   tp::Communicator* communicator = nullptr;
+  // Layer-skip self-speculation: run only the first `num_layers` decoder
+  // layers, then the final norm and the output head (0: every layer). The
+  // Model then is that truncated model: config().num_layers reads
+  // num_layers, only those layers' weights are prepared, and its KvStorage
+  // needs only that many layers. Must be in [1, the GGUF's block_count].
+  int32_t num_layers = 0;
 };
 
 // One sequence's work in a forward batch.
@@ -72,12 +78,19 @@ class Model {
  public:
   // Maps the GGUF at `path` and prepares the weights (this rank's shard).
   // Fails with NotFound / InvalidArgument naming the path or the offending
-  // tensor / key, and with InvalidArgument for a tensor-parallel setup that
-  // does not fit the model or the communicator (naming both values).
+  // tensor / key, with InvalidArgument for a tensor-parallel setup that does
+  // not fit the model or the communicator (naming both values), and with
+  // InvalidArgument for options.num_layers outside [0, block_count] (naming
+  // it and the GGUF's layer count).
   static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& path,
                                                      const ModelOptions& options);
 
+  // The hyper-parameters this Model runs with: num_layers is the layers it
+  // runs (ModelOptions::num_layers when set), everything else the GGUF's.
   const ModelConfig& config() const { return config_; }
+  // The decoder layers the GGUF holds (config().num_layers when no layers
+  // are skipped).
+  int32_t file_num_layers() const { return file_num_layers_; }
   const gguf::GgufFile& file() const { return *file_; }
   Precision precision() const { return options_.precision; }
   kernels::KvDtype kv_dtype() const;
@@ -101,8 +114,8 @@ class Model {
   static int64_t NumLogitRows(std::span<const ForwardSequence> batch);
 
  private:
-  Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, ModelWeights weights,
-        const ModelOptions& options, const TpShard& shard);
+  Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, int32_t file_num_layers,
+        ModelWeights weights, const ModelOptions& options, const TpShard& shard);
   absl::Status Validate(std::span<const ForwardSequence> batch, const kv::KvStorage& kv) const;
   void Embed(std::span<const ForwardSequence> batch);
   absl::Status Layer(int32_t layer, kv::KvStorage& kv);
@@ -112,6 +125,7 @@ class Model {
 
   std::unique_ptr<gguf::GgufFile> file_;
   ModelConfig config_;
+  int32_t file_num_layers_ = 0;
   ModelWeights weights_;
   ModelOptions options_;
   TpShard shard_;

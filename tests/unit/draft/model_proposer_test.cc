@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/unit/draft/greedy_reference.h"
 
 namespace tandem::draft {
 namespace {
@@ -29,39 +30,6 @@ std::unique_ptr<model::Model> LoadModel() {
 
 constexpr int32_t kBlocks = 64;
 constexpr int32_t kBlockSize = 16;
-
-// Plain greedy decoding with its own KV storage: prefill, then one token per
-// forward (an implementation independent of the proposer's).
-std::vector<int32_t> GreedyContinuation(model::Model& model, std::vector<int32_t> tokens,
-                                        int32_t count) {
-  const model::ModelConfig& mc = model.config();
-  kv::KvStorageConfig sc{mc.num_layers, kBlocks, kBlockSize, model.num_local_kv_heads(),
-                         mc.head_dim, model.kv_dtype()};
-  auto storage = kv::KvStorage::Create(sc);
-  EXPECT_TRUE(storage.ok());
-  std::vector<BlockId> table;
-  for (int32_t b = 0; b < kBlocks; ++b) table.push_back(BlockId(b));
-  std::vector<float> logits(static_cast<size_t>(mc.vocab_size));
-  std::vector<int32_t> out;
-  int32_t pos = 0;
-  while (static_cast<int32_t>(out.size()) < count) {
-    model::ForwardSequence fs;
-    fs.tokens = std::span<const int32_t>(tokens).subspan(static_cast<size_t>(pos));
-    fs.start_pos = pos;
-    fs.block_table = table;
-    EXPECT_TRUE(model.Forward(std::span<const model::ForwardSequence>(&fs, 1), **storage,
-                              logits.data())
-                    .ok());
-    pos = static_cast<int32_t>(tokens.size());
-    int32_t best = 0;
-    for (int32_t i = 1; i < mc.vocab_size; ++i) {
-      if (logits[i] > logits[best]) best = i;
-    }
-    out.push_back(best);
-    tokens.push_back(best);
-  }
-  return out;
-}
 
 std::vector<int32_t> Ids(const std::vector<DraftToken>& tokens) {
   std::vector<int32_t> ids;
@@ -97,7 +65,8 @@ class ModelProposerTest : public ::testing::Test {
 };
 
 TEST_F(ModelProposerTest, GreedyMatchesPlainGreedyAndRollbackContinues) {
-  const std::vector<int32_t> expected = GreedyContinuation(*reference_, prompt_, 8);
+  const std::vector<int32_t> expected =
+      testing::GreedyContinuation(*reference_, prompt_, 8, kBlocks, kBlockSize);
   const SeqId seq(1);
   auto drafted = proposer_->Propose(seq, prompt_, 0, 4, &greedy_, 0, 0);
   ASSERT_TRUE(drafted.ok()) << drafted.status();
