@@ -8,12 +8,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/logging.h"
+#include "coordinator/scheduler_state.h"
 #include "engine/sampling/stop_checker.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
 
 namespace tandem::coordinator {
-
-using Clock = std::chrono::steady_clock;
 
 const char* FinishReasonName(FinishReason reason) {
   switch (reason) {
@@ -25,70 +24,6 @@ const char* FinishReasonName(FinishReason reason) {
   }
   return "unknown";
 }
-
-// One decoding sequence: a completion of a request, or (n > 1) the parent
-// that prefills the shared prompt before forking the completions.
-struct Scheduler::Sequence {
-  RequestState* request = nullptr;
-  int32_t index = 0;          // completion index; the RNG stream
-  bool fork_parent = false;
-  SeqId id;                   // changes on every admission to the KV cache
-  bool in_kv = false;
-  bool in_waiting = false;
-  bool finished = false;
-  std::vector<int32_t> tokens;  // prompt + generated
-  int32_t prompt_len = 0;
-  int32_t num_computed = 0;     // tokens whose K/V are in the cache
-  int32_t scheduled = 0;        // tokens computed by the step in flight
-  std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer;
-  std::unique_ptr<sampling::StopChecker> stop_checker;
-  Completion completion;
-  // Beam search: this sequence is one running beam; after its sampling
-  // step it holds its candidates until every beam of the request has them.
-  bool beam = false;
-  bool has_candidates = false;
-  std::vector<BeamCandidate> candidates;
-
-  // Tokens this sequence must compute before it can sample (the parent stops
-  // one short of the prompt: each child computes the last token itself).
-  int32_t target() const {
-    return fork_parent ? prompt_len - 1 : static_cast<int32_t>(tokens.size());
-  }
-};
-
-struct Scheduler::RequestState {
-  GenerateRequest request;
-  uint64_t seed = 0;
-  int64_t arrival = 0;
-  Clock::time_point submit_time;
-  std::optional<Clock::time_point> admit_time;
-  std::optional<Clock::time_point> first_token_time;
-  std::unique_ptr<Sequence> parent;                // n > 1 only
-  std::vector<std::unique_ptr<Sequence>> completions;
-  // Beam search only: the decoding state, the running beams in its order,
-  // the results once done, and the next unused RNG stream (every beam
-  // sequence gets its own, so beam sampling's noise is independent).
-  std::unique_ptr<BeamSearch> beam;
-  std::vector<std::unique_ptr<Sequence>> beams;
-  std::vector<Completion> beam_results;
-  uint64_t next_beam_stream = 0;
-  int32_t num_unfinished = 0;
-  int64_t prefix_hit_tokens = 0;
-  bool admitted_once = false;
-  bool done = false;
-  std::string error;
-};
-
-namespace {
-// Priority first (higher first), then arrival (earlier first).
-template <typename S>
-bool RunsBefore(const S* a, const S* b) {
-  if (a->request->request.priority != b->request->request.priority) {
-    return a->request->request.priority > b->request->request.priority;
-  }
-  return a->request->arrival < b->request->arrival;
-}
-}  // namespace
 
 absl::Status ValidateSchedulerConfig(const SchedulerConfig& config) {
   if (config.max_num_batched_tokens < 1) {
@@ -474,156 +409,6 @@ void Scheduler::ForkChildren(Sequence* parent) {
     pending_new_.push_back(std::move(ns));
   }
   ReleaseSequence(parent);
-}
-
-std::unique_ptr<Scheduler::Sequence> Scheduler::MakeBeamSequence(RequestState* r,
-                                                                 std::vector<int32_t> tokens) {
-  auto s = std::make_unique<Sequence>();
-  s->request = r;
-  s->index = static_cast<int32_t>(r->next_beam_stream++);
-  s->tokens = std::move(tokens);
-  s->prompt_len = static_cast<int32_t>(r->request.prompt_tokens.size());
-  s->beam = true;
-  return s;
-}
-
-void Scheduler::AdmitBeamSearch(RequestState* r) {
-  GenerateRequest& req = r->request;
-  std::vector<int32_t> eos;
-  if (!req.params.ignore_eos) eos = eos_ids_;
-  for (int32_t t : req.params.stop_token_ids) {
-    if (std::find(eos.begin(), eos.end(), t) == eos.end()) eos.push_back(t);
-  }
-  const int32_t room =
-      group_->info().context_length - static_cast<int32_t>(req.prompt_tokens.size());
-  r->beam = std::make_unique<BeamSearch>(*req.beam, std::move(eos),
-                                         std::min(req.params.max_tokens, room));
-  // What the worker does with every beam row: candidates, not a token.
-  req.params.beam_candidates = r->beam->candidates_per_beam();
-  req.params.beam_sample = req.beam->do_sample;
-  r->num_unfinished = 1;
-  r->beams.push_back(MakeBeamSequence(r, req.prompt_tokens));
-  Sequence* first = r->beams.back().get();
-  first->in_waiting = true;
-  auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), first,
-                              [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
-  waiting_.insert(pos, first);
-}
-
-void Scheduler::AdvanceBeams(RequestState* r) {
-  for (const auto& b : r->beams) {
-    if (!b->has_candidates) return;  // some beam has not run this round yet
-  }
-  std::vector<std::vector<BeamCandidate>> candidates;
-  for (auto& b : r->beams) {
-    candidates.push_back(std::move(b->candidates));
-    b->candidates.clear();
-    b->has_candidates = false;
-  }
-  const std::vector<BeamMove> moves = r->beam->Step(candidates);
-  stats_.num_generated_tokens += static_cast<int64_t>(candidates.size());
-  if (r->beam->done()) {
-    FinishBeamSearch(r, FinishReason::kNone);
-    return;
-  }
-  // Each move continues its parent: the first reuses the parent's sequence,
-  // later ones fork it (copy-on-write KV) before any of them appends.
-  std::vector<std::unique_ptr<Sequence>> old = std::move(r->beams);
-  std::vector<Sequence*> parents;
-  for (const auto& b : old) parents.push_back(b.get());
-  std::vector<bool> reused(old.size(), false);
-  std::vector<int32_t> appended;
-  for (const BeamMove& m : moves) {
-    Sequence* parent = parents[m.parent];
-    if (!reused[m.parent]) {
-      reused[m.parent] = true;
-      r->beams.push_back(std::move(old[m.parent]));
-    } else {
-      std::unique_ptr<Sequence> child = MakeBeamSequence(r, parent->tokens);
-      if (parent->in_kv) {
-        child->id = NextSeqId();
-        kv_->Fork(parent->id, child->id);
-        child->in_kv = true;
-        child->num_computed = parent->num_computed;
-        running_.push_back(child.get());
-        worker::NewSequence ns;
-        ns.id = child->id;
-        ns.prompt_tokens = r->request.prompt_tokens;
-        ns.output_tokens.assign(child->tokens.begin() + child->prompt_len, child->tokens.end());
-        ns.params = r->request.params;
-        ns.seed = r->seed;
-        ns.stream = static_cast<uint64_t>(child->index);
-        pending_new_.push_back(std::move(ns));
-      } else {
-        // The parent was preempted: the child recomputes from the waiting queue.
-        child->in_waiting = true;
-        auto pos = std::upper_bound(
-            waiting_.begin(), waiting_.end(), child.get(),
-            [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
-        waiting_.insert(pos, child.get());
-      }
-      r->beams.push_back(std::move(child));
-    }
-    appended.push_back(m.token);
-  }
-  for (size_t i = 0; i < r->beams.size(); ++i) r->beams[i]->tokens.push_back(appended[i]);
-  for (auto& b : old) {
-    if (b == nullptr) continue;  // reused
-    ReleaseSequence(b.get());
-    retired_.push_back(std::move(b));
-  }
-  EmitBestBeam(r, FinishReason::kNone);
-}
-
-void Scheduler::EmitBestBeam(RequestState* r, FinishReason reason) {
-  CompletionDelta delta;
-  delta.id = r->request.id;
-  delta.index = 0;
-  delta.replace = true;
-  delta.token_ids = r->beam->BestTokens();
-  absl::StatusOr<std::string> text = tokenizer_->Decode(delta.token_ids, /*skip_special=*/true);
-  if (text.ok()) delta.text = *std::move(text);
-  delta.finish_reason = reason;
-  observer_->OnDelta(delta);
-}
-
-void Scheduler::FinishBeamSearch(RequestState* r, FinishReason forced) {
-  for (auto& b : r->beams) {
-    ReleaseSequence(b.get());
-    retired_.push_back(std::move(b));
-  }
-  r->beams.clear();
-  if (forced == FinishReason::kNone) {
-    for (BeamHypothesis& h : r->beam->Finalize()) {
-      Completion c;
-      absl::StatusOr<std::string> text = tokenizer_->Decode(h.tokens, /*skip_special=*/true);
-      if (text.ok()) c.text = *std::move(text);
-      c.token_ids = std::move(h.tokens);
-      if (h.ended_with_eos) c.token_ids.push_back(h.eos_token);
-      c.finish_reason = h.ended_with_eos ? FinishReason::kStop : FinishReason::kLength;
-      c.score = h.score;
-      r->beam_results.push_back(std::move(c));
-    }
-    if (!r->beam_results.empty()) {
-      CompletionDelta delta;
-      delta.id = r->request.id;
-      delta.replace = true;
-      delta.token_ids = r->beam_results[0].token_ids;
-      delta.text = r->beam_results[0].text;
-      delta.finish_reason = r->beam_results[0].finish_reason;
-      observer_->OnDelta(delta);
-    }
-  } else {
-    // Cancelled or failed: the best beam so far is the answer.
-    Completion c;
-    c.token_ids = r->beam->BestTokens();
-    absl::StatusOr<std::string> text = tokenizer_->Decode(c.token_ids, /*skip_special=*/true);
-    if (text.ok()) c.text = *std::move(text);
-    c.finish_reason = forced;
-    r->beam_results.push_back(std::move(c));
-  }
-  r->num_unfinished = 0;
-  MaybeCompleteRequest(r);
 }
 
 void Scheduler::OnSampled(Sequence* seq, const sampling::SampleResult& sample) {
