@@ -75,6 +75,16 @@ absl::StatusOr<tandem::v1::StepRequest> StepEncoder::Encode(const worker::StepPl
       out->add_new_block_ids(s.block_table[i].value());
     }
     out->set_sample(s.sample);
+    // Speculative verification: the number of draft tokens at the end of
+    // `tokens` and the draft's q at each (nothing on the wire for g = 0).
+    out->set_num_draft_tokens(s.num_draft_tokens);
+    out->mutable_draft_probs()->Reserve(static_cast<int>(s.draft_probs.size()));
+    for (const sampling::DraftProbs& q : s.draft_probs) {
+      tandem::v1::DraftProbs* wire = out->add_draft_probs();
+      wire->set_prob(q.prob);
+      wire->mutable_support_token_ids()->Add(q.support_tokens.begin(), q.support_tokens.end());
+      wire->mutable_support_probs()->Add(q.support_probs.begin(), q.support_probs.end());
+    }
     sent.assign(s.block_table.begin(), s.block_table.end());
   }
   return request;

@@ -8,6 +8,19 @@
 #include "common/status_macros.h"
 
 namespace tandem::worker {
+namespace {
+
+void AddTopLogprobs(const std::vector<sampling::TokenLogprob>& top,
+                    google::protobuf::RepeatedPtrField<tandem::v1::TokenLogprob>* out) {
+  out->Reserve(static_cast<int>(top.size()));
+  for (const sampling::TokenLogprob& t : top) {
+    tandem::v1::TokenLogprob* p = out->Add();
+    p->set_token(t.token);
+    p->set_logprob(t.logprob);
+  }
+}
+
+}  // namespace
 
 void SamplingParamsToProto(const sampling::SamplingParams& params,
                            tandem::v1::SamplingParams* proto) {
@@ -59,10 +72,12 @@ void StepResultToProto(const StepResult& result, tandem::v1::StepResponse* proto
     out->set_seq_id(r.id.value());
     out->set_token(r.sample.token);
     out->set_logprob(r.sample.logprob);
-    for (const sampling::TokenLogprob& t : r.sample.top_logprobs) {
-      tandem::v1::TokenLogprob* top = out->add_top_logprobs();
-      top->set_token(t.token);
-      top->set_logprob(t.logprob);
+    AddTopLogprobs(r.sample.top_logprobs, out->mutable_top_logprobs());
+    for (const sampling::SampleResult& a : r.accepted_drafts) {
+      tandem::v1::AcceptedDraft* accepted = out->add_accepted_drafts();
+      accepted->set_token(a.token);
+      accepted->set_logprob(a.logprob);
+      AddTopLogprobs(a.top_logprobs, accepted->mutable_top_logprobs());
     }
     for (const sampling::BeamToken& b : r.sample.beam_candidates) {
       tandem::v1::BeamCandidate* c = out->add_beam_candidates();
@@ -101,6 +116,18 @@ absl::StatusOr<StepResult> StepResultFromProto(const tandem::v1::StepResponse& p
     for (const tandem::v1::TokenLogprob& t : r.top_logprobs()) {
       RETURN_IF_ERROR(check(t.token(), "top-logprob token"));
       out.sample.top_logprobs.push_back({t.token(), t.logprob()});
+    }
+    out.accepted_drafts.reserve(r.accepted_drafts_size());
+    for (const tandem::v1::AcceptedDraft& a : r.accepted_drafts()) {
+      RETURN_IF_ERROR(check(a.token(), "accepted draft token"));
+      sampling::SampleResult& accepted = out.accepted_drafts.emplace_back();
+      accepted.token = a.token();
+      accepted.logprob = a.logprob();
+      accepted.top_logprobs.reserve(a.top_logprobs_size());
+      for (const tandem::v1::TokenLogprob& t : a.top_logprobs()) {
+        RETURN_IF_ERROR(check(t.token(), "accepted draft top-logprob token"));
+        accepted.top_logprobs.push_back({t.token(), t.logprob()});
+      }
     }
     out.sample.beam_candidates.reserve(r.beam_candidates_size());
     for (const tandem::v1::BeamCandidate& c : r.beam_candidates()) {
@@ -241,6 +268,15 @@ absl::StatusOr<StepPlan> StepDecoder::Decode(const tandem::v1::StepRequest& requ
     out.block_table.assign(base->begin(), base->begin() + static_cast<ptrdiff_t>(keep));
     for (int32_t b : s.new_block_ids()) out.block_table.push_back(BlockId(b));
     out.sample = s.sample();
+    out.num_draft_tokens = s.num_draft_tokens();
+    out.draft_probs.reserve(s.draft_probs_size());
+    for (const tandem::v1::DraftProbs& q : s.draft_probs()) {
+      sampling::DraftProbs& d = out.draft_probs.emplace_back();
+      d.prob = q.prob();
+      d.support_tokens.assign(q.support_token_ids().begin(), q.support_token_ids().end());
+      d.support_probs.assign(q.support_probs().begin(), q.support_probs().end());
+    }
+    RETURN_IF_ERROR(ValidateDraftFields(out, config_.vocab_size));
     int64_t end = int64_t{s.start_pos()} + s.tokens_size();
     int64_t covered = static_cast<int64_t>(out.block_table.size()) * config_.block_size;
     if (covered < end) {

@@ -33,8 +33,9 @@ sampling::SamplingParams SamplingParamsFromProto(const tandem::v1::SamplingParam
 // Writes `result` into `proto` (cleared first).
 void StepResultToProto(const StepResult& result, tandem::v1::StepResponse* proto);
 
-// Reads a StepResponse. InvalidArgument when a sampled or top-logprob token
-// is outside [0, vocab_size), naming the sequence, the token and the limit.
+// Reads a StepResponse. InvalidArgument when a sampled, accepted-draft or
+// top-logprob token is outside [0, vocab_size), naming the sequence, the
+// token and the limit.
 absl::StatusOr<StepResult> StepResultFromProto(const tandem::v1::StepResponse& proto,
                                                int32_t vocab_size);
 
@@ -65,7 +66,11 @@ class StepDecoder {
   // sequence twice; a token or block id is out of range; truncate_blocks_to
   // exceeds the current table; the resulting table does not cover
   // start_pos + tokens; a step computes no tokens; start_pos < 0; sampling
-  // params fail ValidateSamplingParams. Finished ids the decoder does not
+  // params fail ValidateSamplingParams; the draft fields fail
+  // ValidateDraftFields (num_draft_tokens outside [0, len(tokens) - 1] or
+  // without sample, draft_probs not one per draft token, a probability out
+  // of range, a support token out of range or not paired with a probability,
+  // the draft token missing from its support). Finished ids the decoder does not
   // hold are ignored (a fork parent served wholly from the prefix cache is
   // released without ever having been sent).
   absl::StatusOr<StepPlan> Decode(const tandem::v1::StepRequest& request);

@@ -1,6 +1,8 @@
 #include "worker/step_executor.h"
 
 #include <chrono>
+#include <span>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -32,7 +34,8 @@ StepExecutor::StepExecutor(model::Model* model, std::unique_ptr<kv::KvStorage> s
     : model_(model),
       storage_(std::move(storage)),
       config_(config),
-      sampler_(model->config().vocab_size) {}
+      sampler_(model->config().vocab_size),
+      verifier_(model->config().vocab_size) {}
 
 absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
   auto start = std::chrono::steady_clock::now();
@@ -69,12 +72,20 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
       return absl::InvalidArgumentError(
           absl::StrFormat("sequence %d is not live on this worker", s.id.value()));
     }
+    RETURN_IF_ERROR(ValidateDraftFields(s, model_->config().vocab_size));
+    if (s.num_draft_tokens > 0 && it->second.params.beam_candidates > 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "sequence %d: num_draft_tokens %d for a beam sequence (beam_candidates %d): beam "
+          "sequences cannot verify drafts, num_draft_tokens must be 0",
+          s.id.value(), s.num_draft_tokens, it->second.params.beam_candidates));
+    }
     states.push_back(&it->second);
     model::ForwardSequence f;
     f.tokens = s.tokens;
     f.start_pos = s.start_pos;
     f.block_table = s.block_table;
-    f.num_logits = s.sample ? 1 : 0;
+    // A verifying row needs the logits before its first draft and after each.
+    f.num_logits = s.sample ? s.num_draft_tokens + 1 : 0;
     batch_.push_back(f);
   }
   if (!config_.sample) {
@@ -94,16 +105,19 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
   for (const SequenceStep& s : plan.sequences) result.timings.num_tokens += s.tokens.size();
 
   auto sample_start = std::chrono::steady_clock::now();
+  // Plain rows go to the sampler, rows with drafts to the verifier; both
+  // read the histories as they were before this step, which are extended
+  // only once every row is done.
   std::vector<sampling::SamplingRow> sample_rows;
-  std::vector<size_t> row_seq;
+  std::vector<sampling::VerifyRow> verify_rows;
   int64_t row = 0;
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
-    if (!plan.sequences[i].sample) continue;
+    const SequenceStep& s = plan.sequences[i];
+    if (!s.sample) continue;
     SequenceState* st = states[i];
     if (st->params.beam_candidates > 0) {
       // A beam's history is what the coordinator chose: the step's tokens
       // past the prompt and the history known so far.
-      const SequenceStep& s = plan.sequences[i];
       const int64_t known =
           static_cast<int64_t>(st->prompt_tokens.size() + st->output_tokens.size());
       for (size_t k = 0; k < s.tokens.size(); ++k) {
@@ -118,18 +132,47 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
     r.seed = st->seed;
     r.stream = st->stream;
     r.eos_token_ids = config_.eos_token_ids;
-    sample_rows.push_back(r);
-    row_seq.push_back(i);
-    ++row;
+    if (s.num_draft_tokens > 0) {
+      sampling::VerifyRow v;
+      v.target = r;
+      v.draft_tokens =
+          std::span<const int32_t>(s.tokens).last(static_cast<size_t>(s.num_draft_tokens));
+      v.draft_probs = s.draft_probs;
+      verify_rows.push_back(v);
+    } else {
+      sample_rows.push_back(r);
+    }
+    row += s.num_draft_tokens + 1;
   }
   std::vector<sampling::SampleResult> samples(sample_rows.size());
   sampler_.SampleBatch(sample_rows, samples, model_->pool());
-  for (size_t j = 0; j < samples.size(); ++j) {
-    const SequenceStep& s = plan.sequences[row_seq[j]];
-    if (states[row_seq[j]]->params.beam_candidates == 0) {
-      states[row_seq[j]]->output_tokens.push_back(samples[j].token);
+  std::vector<sampling::VerifyResult> verified(verify_rows.size());
+  verifier_.VerifyBatch(verify_rows, verified, model_->pool());
+
+  size_t next_sample = 0;
+  size_t next_verify = 0;
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    const SequenceStep& s = plan.sequences[i];
+    if (!s.sample) continue;
+    SequenceResult out;
+    out.id = s.id;
+    if (s.num_draft_tokens > 0) {
+      sampling::VerifyResult& v = verified[next_verify++];
+      out.accepted_drafts = std::move(v.accepted);
+      out.sample = std::move(v.next);
+    } else {
+      out.sample = std::move(samples[next_sample++]);
     }
-    result.results.push_back(SequenceResult{s.id, std::move(samples[j])});
+    // Emitted tokens join the history, so the next step's penalties,
+    // min_tokens and RNG step count them (a beam's grows from its tokens).
+    SequenceState* st = states[i];
+    if (st->params.beam_candidates == 0) {
+      for (const sampling::SampleResult& a : out.accepted_drafts) {
+        st->output_tokens.push_back(a.token);
+      }
+      st->output_tokens.push_back(out.sample.token);
+    }
+    result.results.push_back(std::move(out));
   }
   result.timings.sample_ms = MillisSince(sample_start);
   result.timings.total_ms = MillisSince(start);

@@ -15,6 +15,7 @@
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
+#include "engine/sampling/speculative_verifier.h"
 #include "worker/step_plan.h"
 
 namespace tandem::worker {
@@ -40,8 +41,12 @@ class StepExecutor {
 
   // Applies the plan: forgets finished sequences, registers new ones, performs
   // block copies, runs one forward over every sequence step and samples the
-  // sequences that ask for it. On error (unknown sequence id, invalid tokens
-  // or block ids) nothing is sampled and the sequences' histories are unchanged.
+  // sequences that ask for it. A step with num_draft_tokens = g > 0 gets
+  // logits for its last g+1 positions and is verified (SpeculativeVerifier):
+  // its result carries the accepted drafts and the token after them. Every
+  // emitted token is appended to the sequence's history. On error (unknown
+  // sequence id, invalid tokens, block ids or draft fields, drafts on a beam
+  // sequence) nothing is sampled and the sequences' histories are unchanged.
   absl::StatusOr<StepResult> Execute(const StepPlan& plan);
 
   int32_t num_live_sequences() const { return static_cast<int32_t>(sequences_.size()); }
@@ -62,6 +67,7 @@ class StepExecutor {
   std::unique_ptr<kv::KvStorage> storage_;
   StepExecutorConfig config_;
   sampling::Sampler sampler_;
+  sampling::SpeculativeVerifier verifier_;
   absl::flat_hash_map<SeqId, SequenceState> sequences_;
   std::vector<model::ForwardSequence> batch_;
   std::vector<float> logits_;  // [rows, vocab]

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/strong_id.h"
 #include "engine/kv/kv_manager.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/sampling_params.h"
+#include "engine/sampling/speculative_verifier.h"
 
 namespace tandem::worker {
 
@@ -34,7 +36,23 @@ struct SequenceStep {
   int32_t start_pos = 0;               // position of tokens[0]
   std::vector<BlockId> block_table;    // covers [0, start_pos + tokens.size())
   bool sample = false;                 // sample the next token after the last one
+  // Speculative verification: the last num_draft_tokens of `tokens` are draft
+  // tokens d_1..d_g, in [0, tokens.size() - 1], g > 0 only with `sample` and
+  // never for beam sequences. The forward computes logits for the last g+1
+  // positions and the worker emits the accepted prefix of the drafts plus one
+  // token (sampling/speculative_verifier.h). Draft K/V past the accepted
+  // prefix stays in the blocks and is overwritten by a later step.
+  int32_t num_draft_tokens = 0;
+  std::vector<sampling::DraftProbs> draft_probs;  // one per draft token: q at d_i
 };
+
+// OK when the verification fields of `step` are consistent: num_draft_tokens
+// in [0, tokens.size() - 1], > 0 only with `sample`, one draft_probs entry
+// per draft token, each passing sampling::ValidateDraftProbs for its token.
+// Otherwise InvalidArgument naming the sequence, the value and the limit.
+// (Whether the sequence may verify at all — not a beam — is the executor's
+// check: only it knows the sequence's params.)
+absl::Status ValidateDraftFields(const SequenceStep& step, int32_t vocab_size);
 
 struct StepPlan {
   int64_t step_id = 0;
@@ -46,7 +64,13 @@ struct StepPlan {
 
 struct SequenceResult {
   SeqId id;
+  // The sampled token; after a verification, the token emitted after the
+  // accepted drafts (the correction at the first rejection, or the bonus).
   sampling::SampleResult sample;
+  // Verification only: the accepted draft tokens d_1..d_k in order, with
+  // their logprobs. The step emitted accepted_drafts + [sample]; the
+  // coordinator drops its bookkeeping of the rejected positions.
+  std::vector<sampling::SampleResult> accepted_drafts;
 };
 
 struct StepTimings {

@@ -39,6 +39,24 @@ constexpr double UniformDraw(uint64_t seed, uint64_t stream, uint64_t step) {
   return static_cast<double>(RandomBits(seed, stream, step) >> 11) * 0x1.0p-53;
 }
 
+// Purposes of extra draws at a step beside UniformDraw's (the token draw).
+// Speculative verification needs, at the step of a draft token, an
+// acceptance coin and, on rejection, a residual draw that are independent of
+// each other and of the token draw the draft itself made with UniformDraw at
+// that step (a draft sharing the target's seed uses exactly that value).
+enum class DrawPurpose : uint64_t {
+  kSpeculativeAccept = 1,
+  kSpeculativeResidual = 2,
+};
+
+// Uniform in [0, 1), 53-bit resolution, for (seed, stream, step, purpose):
+// the step's bits re-mixed with a purpose-specific word, so each purpose is
+// its own sub-stream and UniformDraw (the token draw) keeps its values.
+constexpr double UniformDraw(uint64_t seed, uint64_t stream, uint64_t step, DrawPurpose purpose) {
+  const uint64_t salt = Mix64(static_cast<uint64_t>(purpose) * 0x9FB21C651E98DF25ull);
+  return static_cast<double>(Mix64(RandomBits(seed, stream, step) ^ salt) >> 11) * 0x1.0p-53;
+}
+
 }  // namespace tandem::sampling
 
 #endif  // TANDEM_ENGINE_SAMPLING_RNG_H_

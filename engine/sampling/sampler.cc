@@ -1,48 +1,28 @@
 #include "engine/sampling/sampler.h"
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <numeric>
-
 #include "common/logging.h"
-#include "engine/sampling/beam_candidates.h"
-#include "engine/sampling/logits_processor.h"
-#include "engine/sampling/rng.h"
+#include "engine/sampling/row_sampler.h"
 
 namespace tandem::sampling {
-namespace {
-
-// NaN ranks below everything, so orderings over raw logits stay strict weak.
-inline float RankKey(float logit) {
-  return std::isnan(logit) ? -std::numeric_limits<float>::infinity() : logit;
-}
-
-}  // namespace
 
 Sampler::Sampler(int32_t vocab_size) : vocab_size_(vocab_size) {
   CHECK(vocab_size >= 1, "vocab_size %d must be >= 1", vocab_size);
 }
+
+Sampler::~Sampler() = default;
 
 void Sampler::SampleBatch(std::span<const SamplingRow> rows, std::span<SampleResult> results,
                           ThreadPool* pool) {
   CHECK(rows.size() == results.size(), "%zu rows but %zu results", rows.size(), results.size());
   if (rows.empty()) return;
   const size_t num_threads = pool != nullptr ? static_cast<size_t>(pool->num_threads()) : 1;
-  if (scratch_.size() < num_threads) scratch_.resize(num_threads);
-  const size_t v = static_cast<size_t>(vocab_size_);
-  for (size_t t = 0; t < num_threads; ++t) {
-    Scratch& s = scratch_[t];
-    if (s.logits.size() == v) continue;
-    s.logits.assign(v, 0.0f);
-    s.seen.assign(v, 0);
-    s.counts.assign(v, 0);
-    s.token_ids.assign(v, 0);
+  while (row_samplers_.size() < num_threads) {
+    row_samplers_.push_back(std::make_unique<RowSampler>(vocab_size_));
   }
   auto run = [&](int thread_index, int64_t begin, int64_t end) {
-    Scratch* scratch = &scratch_[static_cast<size_t>(thread_index)];
+    RowSampler& sampler = *row_samplers_[static_cast<size_t>(thread_index)];
     for (int64_t i = begin; i < end; ++i) {
-      SampleRow(rows[static_cast<size_t>(i)], &results[static_cast<size_t>(i)], scratch);
+      sampler.Sample(rows[static_cast<size_t>(i)], &results[static_cast<size_t>(i)]);
     }
   };
   if (pool == nullptr) {
@@ -50,85 +30,6 @@ void Sampler::SampleBatch(std::span<const SamplingRow> rows, std::span<SampleRes
   } else {
     pool->ParallelFor(static_cast<int64_t>(rows.size()), /*min_chunk=*/1, run);
   }
-}
-
-void Sampler::SampleRow(const SamplingRow& row, SampleResult* result, Scratch* scratch) const {
-  CHECK(row.logits != nullptr, "row without logits");
-  CHECK(row.params != nullptr, "row without params");
-  const SamplingParams& p = *row.params;
-  std::span<float> logits(scratch->logits);
-  if (p.beam_candidates > 0) {
-    ComputeBeamCandidates(row, logits, scratch->seen, scratch->counts, &result->beam_candidates);
-    result->token = result->beam_candidates.front().token;
-    ComputeLogprobs(row, result, scratch);
-    return;
-  }
-  std::copy(row.logits, row.logits + vocab_size_, logits.begin());
-
-  if (static_cast<int64_t>(row.output_tokens.size()) < p.min_tokens) {
-    MaskTokens(logits, p.stop_token_ids);
-    if (!p.ignore_eos) MaskTokens(logits, row.eos_token_ids);
-  }
-  ApplyRepetitionPenalty(logits, row.prompt_tokens, row.output_tokens, p.repetition_penalty,
-                         scratch->seen);
-  ApplyFrequencyPresencePenalties(logits, row.output_tokens, p.frequency_penalty,
-                                  p.presence_penalty, scratch->counts);
-
-  int32_t token = -1;
-  if (p.temperature < kGreedyTemperature) {
-    token = Argmax(logits);
-  } else {
-    if (p.temperature != 1.0f) ApplyTemperature(logits, p.temperature);
-    ApplyTopK(p.top_k, logits, &scratch->top_k);
-    CandidateList& candidates = scratch->candidates;
-    candidates.Reset(logits);
-    if (!candidates.empty()) {
-      candidates.ToWeights();
-      ApplyTopP(p.top_p, &candidates);
-      ApplyMinP(p.min_p, &candidates);
-      const double u = UniformDraw(row.seed, row.stream, row.output_tokens.size());
-      token = DrawInverseCdf(u, &candidates);
-    }
-  }
-  if (token < 0) {
-    token = std::max(0, Argmax(std::span<const float>(row.logits, static_cast<size_t>(vocab_size_))));
-  }
-  result->token = token;
-  ComputeLogprobs(row, result, scratch);
-}
-
-void Sampler::ComputeLogprobs(const SamplingRow& row, SampleResult* result,
-                              Scratch* scratch) const {
-  const float* raw = row.logits;
-  const size_t v = static_cast<size_t>(vocab_size_);
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < v; ++i) max_logit = std::max(max_logit, RankKey(raw[i]));
-  // Terms in float (exp in float is several times cheaper and exact to an
-  // ulp, while x - max is exact), accumulated in double.
-  double sum = 0.0;
-  if (std::isfinite(max_logit)) {
-    for (size_t i = 0; i < v; ++i) sum += std::exp(RankKey(raw[i]) - max_logit);
-  }
-  // log_softmax(x)_i = x_i - (max + log(sum exp(x - max))).
-  const double log_normalizer = static_cast<double>(max_logit) + std::log(sum);
-  auto logprob = [&](int32_t id) {
-    return static_cast<float>(static_cast<double>(RankKey(raw[id])) - log_normalizer);
-  };
-  result->logprob = logprob(result->token);
-
-  result->top_logprobs.clear();
-  const size_t k = std::min(static_cast<size_t>(std::max(0, row.params->logprobs)), v);
-  if (k == 0) return;
-  std::vector<int32_t>& ids = scratch->token_ids;
-  std::iota(ids.begin(), ids.end(), 0);
-  const auto mid = ids.begin() + static_cast<std::ptrdiff_t>(k);
-  std::partial_sort(ids.begin(), mid, ids.end(), [raw](int32_t a, int32_t b) {
-    const float ka = RankKey(raw[a]);
-    const float kb = RankKey(raw[b]);
-    return ka > kb || (ka == kb && a < b);
-  });
-  result->top_logprobs.reserve(k);
-  for (size_t i = 0; i < k; ++i) result->top_logprobs.push_back({ids[i], logprob(ids[i])});
 }
 
 }  // namespace tandem::sampling

@@ -19,11 +19,11 @@
 #define TANDEM_ENGINE_SAMPLING_SAMPLER_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "common/thread_pool.h"
-#include "engine/sampling/candidate_list.h"
 #include "engine/sampling/sampling_params.h"
 
 namespace tandem::sampling {
@@ -68,10 +68,13 @@ struct SampleResult {
   std::vector<BeamToken> beam_candidates;
 };
 
+class RowSampler;
+
 class Sampler {
  public:
   // `vocab_size` >= 1 (CHECK): the length of every logits row.
   explicit Sampler(int32_t vocab_size);
+  ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
@@ -89,21 +92,10 @@ class Sampler {
                    ThreadPool* pool);
 
  private:
-  // Per-thread working memory, sized to the vocabulary once.
-  struct Scratch {
-    std::vector<float> logits;       // [vocab_size] processed copy of the row
-    std::vector<uint8_t> seen;       // [vocab_size] all zero between uses
-    std::vector<int32_t> counts;     // [vocab_size] all zero between uses
-    std::vector<int32_t> token_ids;  // [vocab_size] for top-logprob selection
-    std::vector<float> top_k;        // ApplyTopK's working memory
-    CandidateList candidates;
-  };
-
-  void SampleRow(const SamplingRow& row, SampleResult* result, Scratch* scratch) const;
-  void ComputeLogprobs(const SamplingRow& row, SampleResult* result, Scratch* scratch) const;
-
   int32_t vocab_size_;
-  std::vector<Scratch> scratch_;  // one per pool thread index
+  // One per pool thread index, created on first use (each holds
+  // vocabulary-sized working memory).
+  std::vector<std::unique_ptr<RowSampler>> row_samplers_;
 };
 
 }  // namespace tandem::sampling

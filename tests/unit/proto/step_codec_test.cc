@@ -2,7 +2,9 @@
 // StepDecoder (worker) reproduces every native plan exactly, sends only
 // diffs, rejects malformed requests with errors naming the value, and step
 // results and sampling params survive their conversions.
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -73,6 +75,13 @@ void ExpectPlanEq(const worker::StepPlan& a, const worker::StepPlan& b) {
     EXPECT_EQ(x.start_pos, y.start_pos);
     EXPECT_EQ(x.block_table, y.block_table) << "sequence " << x.id.value();
     EXPECT_EQ(x.sample, y.sample);
+    EXPECT_EQ(x.num_draft_tokens, y.num_draft_tokens) << "sequence " << x.id.value();
+    ASSERT_EQ(x.draft_probs.size(), y.draft_probs.size()) << "sequence " << x.id.value();
+    for (size_t j = 0; j < x.draft_probs.size(); ++j) {
+      EXPECT_EQ(x.draft_probs[j].prob, y.draft_probs[j].prob);
+      EXPECT_EQ(x.draft_probs[j].support_tokens, y.draft_probs[j].support_tokens);
+      EXPECT_EQ(x.draft_probs[j].support_probs, y.draft_probs[j].support_probs);
+    }
   }
 }
 
@@ -122,6 +131,21 @@ std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int n) {
   return tokens;
 }
 
+// A valid q for draft token `token`: one-hot (empty support) or a random
+// support containing it.
+sampling::DraftProbs RandomDraftProbs(std::mt19937_64& rng, int32_t token) {
+  sampling::DraftProbs q;
+  if (std::bernoulli_distribution(0.4)(rng)) return q;
+  const int n = std::uniform_int_distribution<int>(1, 6)(rng);
+  for (int i = 0; i < n; ++i) {
+    q.support_tokens.push_back(i == 0 ? token
+                                      : std::uniform_int_distribution<int32_t>(0, kVocab - 1)(rng));
+    q.support_probs.push_back(std::uniform_real_distribution<float>(0.0f, 1.0f)(rng));
+  }
+  q.prob = std::max(q.support_probs[0], 1e-3f);
+  return q;
+}
+
 BlockId RandomBlock(std::mt19937_64& rng) {
   return BlockId(std::uniform_int_distribution<int32_t>(0, kNumBlocks - 1)(rng));
 }
@@ -147,6 +171,7 @@ TEST(StepCodecTest, RandomizedPlansRoundTripExactly) {
   int64_t full_table_ids = 0;
   int64_t sent_block_ids = 0;
   int num_truncations = 0, num_readmits = 0, num_copies = 0, num_unknown_finished = 0;
+  int num_verifications = 0;
 
   constexpr int kSteps = 1500;
   for (int step = 0; step < kSteps; ++step) {
@@ -213,6 +238,13 @@ TEST(StepCodecTest, RandomizedPlansRoundTripExactly) {
       }
       st.block_table = s.table;
       st.sample = chance(0.8);
+      if (st.sample && n >= 2 && chance(0.3)) {  // verify drafts
+        st.num_draft_tokens = std::uniform_int_distribution<int32_t>(1, n - 1)(rng);
+        for (int32_t i = 0; i < st.num_draft_tokens; ++i) {
+          st.draft_probs.push_back(RandomDraftProbs(rng, st.tokens[n - st.num_draft_tokens + i]));
+        }
+        ++num_verifications;
+      }
       full_table_ids += static_cast<int64_t>(s.table.size());
       plan.sequences.push_back(std::move(st));
     }
@@ -237,6 +269,7 @@ TEST(StepCodecTest, RandomizedPlansRoundTripExactly) {
   EXPECT_GT(num_readmits, 20);
   EXPECT_GT(num_copies, 100);
   EXPECT_GT(num_unknown_finished, 5);
+  EXPECT_GT(num_verifications, 100);
   EXPECT_LT(sent_block_ids * 4, full_table_ids)
       << "sent " << sent_block_ids << " block ids for " << full_table_ids << " table entries";
 }
@@ -538,6 +571,101 @@ TEST_F(MalformedRequestTest, EmptyOrNegativeStep) {
   EXPECT_TRUE(Rejected(r, {"start_pos -2", ">= 0"}));
 }
 
+// A verification step of sequence 5: tokens {7, 8} at position 6, the last
+// one a draft with a one-hot q (valid as it is).
+tandem::v1::StepRequest DraftStep() {
+  tandem::v1::StepRequest r;
+  r.set_step_id(3);
+  tandem::v1::SequenceStep* s = r.add_sequences();
+  s->set_seq_id(5);
+  s->add_tokens(7);
+  s->add_tokens(8);
+  s->set_start_pos(6);
+  s->set_sample(true);
+  s->set_num_draft_tokens(1);
+  s->add_draft_probs()->set_prob(1.0f);
+  return r;
+}
+
+TEST_F(MalformedRequestTest, ValidDraftStepDecodes) {
+  tandem::v1::StepRequest r = DraftStep();
+  tandem::v1::DraftProbs* q = r.mutable_sequences(0)->mutable_draft_probs(0);
+  q->set_prob(0.75f);
+  q->add_support_token_ids(3);
+  q->add_support_token_ids(8);
+  q->add_support_probs(0.25f);
+  q->add_support_probs(0.75f);
+  absl::StatusOr<worker::StepPlan> got = decoder_.Decode(r);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const worker::SequenceStep& s = got->sequences[0];
+  EXPECT_EQ(s.num_draft_tokens, 1);
+  ASSERT_EQ(s.draft_probs.size(), 1u);
+  EXPECT_EQ(s.draft_probs[0].prob, 0.75f);
+  EXPECT_EQ(s.draft_probs[0].support_tokens, (std::vector<int32_t>{3, 8}));
+  EXPECT_EQ(s.draft_probs[0].support_probs, (std::vector<float>{0.25f, 0.75f}));
+}
+
+TEST_F(MalformedRequestTest, NumDraftTokensOutOfRange) {
+  tandem::v1::StepRequest r = DraftStep();
+  r.mutable_sequences(0)->set_num_draft_tokens(2);  // 2 tokens: at most 1 draft
+  r.mutable_sequences(0)->add_draft_probs()->set_prob(1.0f);
+  EXPECT_TRUE(Rejected(r, {"sequence 5", "num_draft_tokens 2 is out of range", "[0, 1]"}));
+  r = DraftStep();
+  r.mutable_sequences(0)->set_num_draft_tokens(-1);
+  EXPECT_TRUE(Rejected(r, {"sequence 5", "num_draft_tokens -1", "[0, 1]"}));
+}
+
+TEST_F(MalformedRequestTest, DraftsWithoutSample) {
+  tandem::v1::StepRequest r = DraftStep();
+  r.mutable_sequences(0)->set_sample(false);
+  EXPECT_TRUE(Rejected(r, {"sequence 5", "num_draft_tokens 1", "sample = true"}));
+}
+
+TEST_F(MalformedRequestTest, DraftProbsNotOnePerDraft) {
+  tandem::v1::StepRequest r = DraftStep();
+  r.mutable_sequences(0)->clear_draft_probs();
+  EXPECT_TRUE(Rejected(r, {"sequence 5", "0 draft_probs for num_draft_tokens 1"}));
+  r = DraftStep();
+  r.mutable_sequences(0)->set_num_draft_tokens(0);
+  EXPECT_TRUE(Rejected(r, {"sequence 5", "1 draft_probs for num_draft_tokens 0"}));
+}
+
+TEST_F(MalformedRequestTest, DraftProbOutOfRange) {
+  for (float bad : {0.0f, -0.5f, 1.5f, std::numeric_limits<float>::quiet_NaN()}) {
+    tandem::v1::StepRequest r = DraftStep();
+    tandem::v1::DraftProbs* q = r.mutable_sequences(0)->mutable_draft_probs(0);
+    q->set_prob(bad);
+    q->add_support_token_ids(8);
+    q->add_support_probs(0.5f);
+    EXPECT_TRUE(Rejected(r, {"sequence 5", "draft_probs[0]", "of draft token 8 is out of range",
+                             "(0, 1]"}))
+        << "prob " << bad;
+  }
+  tandem::v1::StepRequest r = DraftStep();
+  r.mutable_sequences(0)->mutable_draft_probs(0)->set_prob(0.5f);  // one-hot needs 1
+  EXPECT_TRUE(Rejected(r, {"sequence 5", "prob 0.5", "empty support", "must be 1"}));
+}
+
+TEST_F(MalformedRequestTest, DraftSupportMalformed) {
+  auto with_support = [](std::vector<int32_t> tokens, std::vector<float> probs) {
+    tandem::v1::StepRequest r = DraftStep();
+    tandem::v1::DraftProbs* q = r.mutable_sequences(0)->mutable_draft_probs(0);
+    q->set_prob(0.5f);
+    q->mutable_support_token_ids()->Add(tokens.begin(), tokens.end());
+    q->mutable_support_probs()->Add(probs.begin(), probs.end());
+    return r;
+  };
+  EXPECT_TRUE(Rejected(with_support({8, 100}, {0.5f, 0.5f}),
+                       {"sequence 5", "support_tokens[1] = 100 is out of range", "[0, 100)"}));
+  EXPECT_TRUE(Rejected(with_support({8, -2}, {0.5f, 0.5f}), {"support_tokens[1] = -2"}));
+  EXPECT_TRUE(Rejected(with_support({8, 9}, {0.5f}),
+                       {"sequence 5", "support_tokens has 2 entries but support_probs 1"}));
+  EXPECT_TRUE(Rejected(with_support({8, 9}, {0.5f, 1.25f}),
+                       {"sequence 5", "support_probs[1] = 1.25 is out of range", "[0, 1]"}));
+  EXPECT_TRUE(Rejected(with_support({3, 9}, {0.5f, 0.5f}),
+                       {"sequence 5", "draft token 8 is not in its support of 2 tokens"}));
+}
+
 TEST_F(MalformedRequestTest, RejectedRequestDoesNotFinishOrAdd) {
   tandem::v1::StepRequest r = ValidStep();
   r.add_finished_seq_ids(5);
@@ -557,11 +685,27 @@ TEST_F(MalformedRequestTest, UnknownFinishedIdIsIgnoredAndResetForgetsAll) {
   EXPECT_FALSE(decoder_.Decode(ValidStep()).ok());
 }
 
+sampling::SampleResult Sampled(int32_t token, float logprob,
+                               std::vector<sampling::TokenLogprob> top = {}) {
+  sampling::SampleResult r;
+  r.token = token;
+  r.logprob = logprob;
+  r.top_logprobs = std::move(top);
+  return r;
+}
+
+worker::SequenceResult Result(int64_t id, sampling::SampleResult sample) {
+  worker::SequenceResult r;
+  r.id = SeqId(id);
+  r.sample = std::move(sample);
+  return r;
+}
+
 TEST(StepResultCodecTest, RoundTrip) {
   worker::StepResult result;
   result.step_id = 77;
-  result.results.push_back({SeqId(3), {12, -0.25f, {{12, -0.25f}, {40, -1.5f}}}});
-  result.results.push_back({SeqId(9), {0, -7.0f, {}}});
+  result.results.push_back(Result(3, Sampled(12, -0.25f, {{12, -0.25f}, {40, -1.5f}})));
+  result.results.push_back(Result(9, Sampled(0, -7.0f)));
   result.timings = {1.5, 0.25, 2.0, 130};
   tandem::v1::StepResponse proto;
   worker::StepResultToProto(result, &proto);
@@ -589,6 +733,48 @@ TEST(StepResultCodecTest, RoundTrip) {
   EXPECT_EQ(got->timings.sample_ms, 0.25);
   EXPECT_EQ(got->timings.total_ms, 2.0);
   EXPECT_EQ(got->timings.num_tokens, 130);
+}
+
+TEST(StepResultCodecTest, AcceptedDraftsRoundTrip) {
+  worker::StepResult result;
+  result.step_id = 5;
+  worker::SequenceResult verified = Result(4, Sampled(31, -0.5f, {{31, -0.5f}}));
+  verified.accepted_drafts.push_back(Sampled(12, -0.125f, {{12, -0.125f}, {13, -2.0f}}));
+  verified.accepted_drafts.push_back(Sampled(40, -1.0f));
+  result.results.push_back(verified);
+  result.results.push_back(Result(6, Sampled(2, -3.0f)));  // a plain row alongside
+  tandem::v1::StepResponse proto;
+  worker::StepResultToProto(result, &proto);
+  tandem::v1::StepResponse received;
+  ASSERT_TRUE(received.ParseFromString(proto.SerializeAsString()));
+  ASSERT_EQ(received.results(0).accepted_drafts_size(), 2);
+  EXPECT_EQ(received.results(1).accepted_drafts_size(), 0);
+  absl::StatusOr<worker::StepResult> got = worker::StepResultFromProto(received, kVocab);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->results.size(), 2u);
+  const worker::SequenceResult& r = got->results[0];
+  EXPECT_EQ(r.sample.token, 31);
+  ASSERT_EQ(r.accepted_drafts.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const sampling::SampleResult& want = verified.accepted_drafts[i];
+    EXPECT_EQ(r.accepted_drafts[i].token, want.token);
+    EXPECT_EQ(r.accepted_drafts[i].logprob, want.logprob);
+    ASSERT_EQ(r.accepted_drafts[i].top_logprobs.size(), want.top_logprobs.size());
+    for (size_t j = 0; j < want.top_logprobs.size(); ++j) {
+      EXPECT_EQ(r.accepted_drafts[i].top_logprobs[j].token, want.top_logprobs[j].token);
+      EXPECT_EQ(r.accepted_drafts[i].top_logprobs[j].logprob, want.top_logprobs[j].logprob);
+    }
+  }
+  EXPECT_TRUE(got->results[1].accepted_drafts.empty());
+
+  // Tokens out of range are named.
+  received.mutable_results(0)->mutable_accepted_drafts(1)->set_token(kVocab);
+  EXPECT_THAT(worker::StepResultFromProto(received, kVocab).status().message(),
+              HasSubstr("accepted draft token 100"));
+  received.mutable_results(0)->mutable_accepted_drafts(1)->set_token(1);
+  received.mutable_results(0)->mutable_accepted_drafts(0)->mutable_top_logprobs(1)->set_token(-4);
+  EXPECT_THAT(worker::StepResultFromProto(received, kVocab).status().message(),
+              HasSubstr("accepted draft top-logprob token -4"));
 }
 
 TEST(StepResultCodecTest, RejectsOutOfRangeTokens) {

@@ -71,5 +71,47 @@ TEST(RngTest, UniformAndSeriallyIndependent) {
   EXPECT_LT(chi2(pairs, kDraws / double{kBins}), 148.23);
 }
 
+// The speculative sub-streams (acceptance coin, residual draw) at a step are
+// uniform and independent of the token draw at the same step and of each
+// other: the token draw, which a draft sharing the seed used to pick the
+// token, must not decide its acceptance. Chi-square over 100 bins for each,
+// and over 10x10 grids for each pair of purposes at the same step (0.999
+// quantile, df 99 → 148.23). The token draw keeps its values.
+TEST(RngTest, SpeculativeSubStreamsAreIndependentOfTheTokenDraw) {
+  static_assert(UniformDraw(1, 2, 3, DrawPurpose::kSpeculativeAccept) >= 0.0 &&
+                UniformDraw(1, 2, 3, DrawPurpose::kSpeculativeAccept) < 1.0);
+  constexpr int kBins = 100;
+  constexpr int kDraws = 100000;
+  std::vector<int> accept(kBins, 0), residual(kBins, 0);
+  std::vector<int> token_accept(kBins, 0), token_residual(kBins, 0), accept_residual(kBins, 0);
+  for (int i = 0; i < kDraws; ++i) {
+    const uint64_t seed = static_cast<uint64_t>(i % 7);
+    const uint64_t stream = static_cast<uint64_t>(i % 3);
+    const uint64_t step = static_cast<uint64_t>(i);
+    const double u = UniformDraw(seed, stream, step);
+    const double a = UniformDraw(seed, stream, step, DrawPurpose::kSpeculativeAccept);
+    const double r = UniformDraw(seed, stream, step, DrawPurpose::kSpeculativeResidual);
+    ASSERT_NE(u, a);
+    ASSERT_NE(u, r);
+    ASSERT_NE(a, r);
+    ++accept[static_cast<int>(a * kBins)];
+    ++residual[static_cast<int>(r * kBins)];
+    ++token_accept[static_cast<int>(u * 10) * 10 + static_cast<int>(a * 10)];
+    ++token_residual[static_cast<int>(u * 10) * 10 + static_cast<int>(r * 10)];
+    ++accept_residual[static_cast<int>(a * 10) * 10 + static_cast<int>(r * 10)];
+  }
+  auto chi2 = [](const std::vector<int>& c) {
+    const double expected = kDraws / double{kBins};
+    double s = 0.0;
+    for (int x : c) s += (x - expected) * (x - expected) / expected;
+    return s;
+  };
+  EXPECT_LT(chi2(accept), 148.23);
+  EXPECT_LT(chi2(residual), 148.23);
+  EXPECT_LT(chi2(token_accept), 148.23);
+  EXPECT_LT(chi2(token_residual), 148.23);
+  EXPECT_LT(chi2(accept_residual), 148.23);
+}
+
 }  // namespace
 }  // namespace tandem::sampling

@@ -13,9 +13,14 @@
 
 #include "engine/sampling/sampler.h"
 #include "gtest/gtest.h"
+#include "tests/unit/sampling/distribution_test_util.h"
 
 namespace tandem::sampling {
 namespace {
+
+using fit::ChiSquare;
+using fit::Chi2Quantile999;
+using fit::Expected;
 
 constexpr int32_t kVocab = 20;
 constexpr int kDraws = 24000;
@@ -29,62 +34,8 @@ const std::vector<float>& Logits() {
   return logits;
 }
 
-// Upper 0.999 quantiles of chi-square with df = 1..20.
-double Chi2Quantile999(int df) {
-  static const double kTable[] = {10.828, 13.816, 16.266, 18.467, 20.515, 22.458, 24.322,
-                                  26.124, 27.877, 29.588, 31.264, 32.909, 34.528, 36.123,
-                                  37.697, 39.252, 40.790, 42.312, 43.820, 45.315};
-  EXPECT_GE(df, 1);
-  EXPECT_LE(df, 20);
-  return kTable[df - 1];
-}
-
-struct Expected {
-  float temperature = 1.0f;
-  int top_k = 0;
-  double top_p = 1.0;
-  double min_p = 0.0;
-};
-
-// The reference pipeline: temperature softmax, then top-k on probability
-// rank, top-p on the descending cumulative sum, min-p against the max, each
-// followed by renormalization.
-std::vector<double> ExpectedProbs(const Expected& e) {
-  const std::vector<float>& logits = Logits();
-  std::vector<double> p(kVocab);
-  double sum = 0.0;
-  for (int i = 0; i < kVocab; ++i) sum += p[i] = std::exp(double{logits[i]} / e.temperature);
-  for (double& x : p) x /= sum;
-  std::vector<int> order(kVocab);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
-  std::vector<bool> keep(kVocab, true);
-  if (e.top_k > 0) {
-    for (int r = e.top_k; r < kVocab; ++r) keep[order[r]] = false;
-  }
-  auto renormalize = [&] {
-    double s = 0.0;
-    for (int i = 0; i < kVocab; ++i) s += keep[i] ? p[i] : 0.0;
-    for (int i = 0; i < kVocab; ++i) p[i] = keep[i] ? p[i] / s : 0.0;
-  };
-  renormalize();
-  if (e.top_p < 1.0) {
-    double before = 0.0;
-    for (int i : order) {
-      if (before >= e.top_p) keep[i] = false;
-      before += p[i];
-    }
-    renormalize();
-  }
-  if (e.min_p > 0.0) {
-    const double max_p = *std::max_element(p.begin(), p.end());
-    for (int i = 0; i < kVocab; ++i) {
-      if (p[i] < e.min_p * max_p) keep[i] = false;
-    }
-    renormalize();
-  }
-  return p;
-}
+// The reference pipeline on this file's logits.
+std::vector<double> ExpectedProbs(const Expected& e) { return fit::ExpectedProbs(Logits(), e); }
 
 std::vector<int> DrawCounts(const SamplingParams& params, uint64_t seed) {
   Sampler sampler(kVocab);
@@ -108,33 +59,6 @@ std::vector<int> DrawCounts(const SamplingParams& params, uint64_t seed) {
     ++counts[r.token];
   }
   return counts;
-}
-
-// Pearson chi-square over tokens with positive expected probability; bins
-// expected below 5 draws are pooled so the asymptotic distribution holds.
-// Returns {statistic, degrees of freedom}.
-std::pair<double, int> ChiSquare(const std::vector<int>& counts, const std::vector<double>& probs) {
-  double stat = 0.0;
-  int bins = 0;
-  double pooled_expected = 0.0;
-  double pooled_observed = 0.0;
-  for (int i = 0; i < kVocab; ++i) {
-    if (probs[i] <= 0.0) continue;
-    const double expected = probs[i] * kDraws;
-    if (expected < 5.0) {
-      pooled_expected += expected;
-      pooled_observed += counts[i];
-      continue;
-    }
-    stat += (counts[i] - expected) * (counts[i] - expected) / expected;
-    ++bins;
-  }
-  if (pooled_expected > 0.0) {
-    stat += (pooled_observed - pooled_expected) * (pooled_observed - pooled_expected) /
-            pooled_expected;
-    ++bins;
-  }
-  return {stat, bins - 1};
 }
 
 // Samples with `params` and checks the fit against `expected`; returns the
