@@ -154,6 +154,14 @@ absl::StatusOr<JsonRequest> ParseJsonRequest(const std::string& line,
       r.params.ignore_eos = v.get<bool>();
     } else if (key == "priority") {
       TANDEM_ASSIGN_FIELD(r.priority, GetInt32(j, key));
+    } else if (key == "num_speculative_tokens") {
+      int32_t n = 0;
+      TANDEM_ASSIGN_FIELD(n, GetInt32(j, key));
+      if (n < 0 || n > 64) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "num_speculative_tokens %d is out of range: must be in [0, 64] (0 = off)", n));
+      }
+      r.num_speculative_tokens = n;
     } else if (key == "num_beams") {
       TANDEM_ASSIGN_FIELD(beam.num_beams, GetInt32(j, key));
     } else if (key == "num_beam_groups") {

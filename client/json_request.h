@@ -28,6 +28,9 @@ struct JsonRequest {
   // num_beam_groups, diversity_penalty and do_sample over `beam_defaults`.
   // min_new_tokens is min_tokens.
   std::optional<coordinator::BeamSearchParams> beam;
+  // "num_speculative_tokens": 0 turns speculation off for this request, N > 0
+  // fixes its depth; unset → the server's setting.
+  std::optional<int32_t> num_speculative_tokens;
 };
 
 // `defaults` (and `beam_defaults`, the command line's beam flags) supply

@@ -33,6 +33,7 @@
 #include "client/given_flags.h"
 #include "client/health_command.h"
 #include "client/json_request.h"
+#include "coordinator/scheduler.h"
 #include "client/up_command.h"
 #include "client/up_config.h"
 #include "client/make_model_command.h"
@@ -67,6 +68,11 @@ ABSL_FLAG(int32_t, num_return_sequences, 1, "Beam search: sequences returned, be
 ABSL_FLAG(int32_t, min_new_tokens, -1, "EOS masked until this many tokens (= --min-tokens)");
 ABSL_FLAG(int32_t, num_beam_groups, 1, "Diverse beam search: groups of beams");
 ABSL_FLAG(double, diversity_penalty, 0.0, "Diverse beam search: Hamming diversity penalty");
+ABSL_FLAG(std::string, speculative, "",
+          "run: speculative decoding with an in-process draft: ngram, layer-skip:L or "
+          "model[:PATH] (default: off)");
+ABSL_FLAG(std::string, num_speculative_tokens, "auto",
+          "run: draft tokens per speculative round, N or auto (adaptive)");
 ABSL_FLAG(bool, do_sample, false,
           "Beam search: sample beams (temperature / top-k / top-p warp the scores)");
 ABSL_FLAG(bool, json, false, "Print one JSON object per returned sequence");
@@ -330,6 +336,16 @@ int main(int argc, char** argv) {
     g.concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
     g.timeout_s = std::max(0, absl::GetFlag(FLAGS_timeout_s));
     return tandem::client::GenerateCommand(g);
+  }
+  o.speculative = absl::GetFlag(FLAGS_speculative);
+  {
+    absl::StatusOr<int32_t> n =
+        tandem::coordinator::ParseNumSpeculativeTokens(absl::GetFlag(FLAGS_num_speculative_tokens));
+    if (!n.ok()) {
+      std::fprintf(stderr, "tandem run: --%s\n", std::string(n.status().message()).c_str());
+      return 1;
+    }
+    o.num_speculative_tokens = *n;
   }
   o.num_threads = absl::GetFlag(FLAGS_threads);
   o.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);

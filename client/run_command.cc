@@ -10,6 +10,9 @@
 #include "client/json_request.h"
 #include "client/result_json.h"
 #include "common/status_macros.h"
+#include "draft/proposer_factory.h"
+#include "draft/speculative_spec.h"
+#include "coordinator/local_draft_pool.h"
 #include "coordinator/local_worker_group.h"
 #include "coordinator/scheduler.h"
 #include "engine/model/kv_budget.h"
@@ -114,10 +117,31 @@ int RunCommand(const RunOptions& o) {
   if (absl::Status s = coordinator::ValidateSchedulerConfig(sched_config); !s.ok()) return fail(s);
   // Beam search streams whole best-beam texts that replace each other:
   // printed once done instead.
+  // The in-process draft of --speculative (its K/V budget beside the target's).
+  std::unique_ptr<coordinator::LocalDraftPool> draft_pool;
+  if (!o.speculative.empty()) {
+    absl::StatusOr<draft::SpeculativeSpec> spec = draft::ParseSpeculativeSpec(o.speculative);
+    if (!spec.ok()) return fail(spec.status());
+    draft::ProposerOptions po;
+    po.spec = *spec;
+    po.target_model_path = o.model_path;
+    po.model_options.precision = o.precision;
+    po.model_options.num_threads = o.num_threads;
+    po.block_size = o.block_size;
+    po.eos_token_ids = (*tok)->EndOfGenerationIds();
+    absl::StatusOr<std::unique_ptr<draft::Proposer>> proposer = draft::MakeProposer(po);
+    if (!proposer.ok()) return fail(proposer.status());
+    draft_pool = std::make_unique<coordinator::LocalDraftPool>(*std::move(proposer));
+  }
   const bool stream_text =
       !o.json && !o.requests_file && o.params.n == 1 && !BeamIfRequested(o.beam).has_value();
   CliObserver observer(stream_text);
   coordinator::Scheduler scheduler(sched_config, group->get(), tok->get(), &observer);
+  if (draft_pool != nullptr) {
+    coordinator::SpeculationConfig spec_config;
+    spec_config.num_speculative_tokens = o.num_speculative_tokens;
+    scheduler.set_draft_pool(draft_pool.get(), spec_config);
+  }
 
   // Build and submit every request; a rejected one gets an error line.
   std::vector<JsonRequest> requests;
@@ -147,6 +171,7 @@ int RunCommand(const RunOptions& o) {
     g.params = requests[i].params;
     g.priority = requests[i].priority;
     g.beam = requests[i].beam;
+    g.num_speculative_tokens = requests[i].num_speculative_tokens;
     absl::Status status = ids.status();
     if (ids.ok()) {
       g.prompt_tokens = *std::move(ids);
@@ -209,6 +234,18 @@ int RunCommand(const RunOptions& o) {
                              st.num_preemptions)
                  .c_str(),
              stderr);
+  if (draft_pool != nullptr) {
+    std::fprintf(stderr,
+                 "tandem run: speculative (%s): %lld rounds, %lld of %lld draft tokens accepted "
+                 "(%.1f%%), %.2f tokens per round\n",
+                 draft_pool->name().c_str(), static_cast<long long>(st.num_speculative_rounds),
+                 static_cast<long long>(st.num_accepted_tokens),
+                 static_cast<long long>(st.num_draft_tokens),
+                 st.num_draft_tokens > 0 ? 100.0 * st.num_accepted_tokens / st.num_draft_tokens : 0.0,
+                 st.num_speculative_rounds > 0
+                     ? 1.0 + static_cast<double>(st.num_accepted_tokens) / st.num_speculative_rounds
+                     : 0.0);
+  }
   if (requests.size() == 1 && observer.outputs().contains(0)) {
     const RequestOutput& out = observer.outputs().at(0);
     const double decode_ms = out.latency_ms - out.time_to_first_token_ms;

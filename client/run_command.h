@@ -33,6 +33,11 @@ struct RunOptions {
   int32_t max_num_batched_tokens = 1024;
   int32_t max_num_seqs = 256;
   bool enable_prefix_cache = true;
+  // Speculative decoding with an in-process draft: "" (off), "ngram",
+  // "layer-skip:L" or "model[:PATH]" (draft/speculative_spec.h), and the
+  // draft tokens per round (0 = auto).
+  std::string speculative;
+  int32_t num_speculative_tokens = 0;
 };
 
 // Returns the process exit code: 0 on success, 1 when the model or a request

@@ -96,6 +96,26 @@ std::vector<DraftWorkerStatusSnapshot> DraftWorkerSet::Statuses() const {
   return out;
 }
 
+std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> DraftWorkerSet::Healthy()
+    const {
+  std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> out;
+  absl::MutexLock lock(&mutex_);
+  for (const auto& w : workers_) {
+    if (w->healthy) out.emplace_back(w->address, w->channel);
+  }
+  return out;
+}
+
+void DraftWorkerSet::MarkUnhealthy(const std::string& address) {
+  absl::MutexLock lock(&mutex_);
+  for (const auto& w : workers_) {
+    if (w->address == address && w->healthy) {
+      w->healthy = false;
+      TANDEM_LOG(kError, "draft worker %s failed a call; unused until it answers again", address);
+    }
+  }
+}
+
 int32_t DraftWorkerSet::num_healthy() const {
   absl::MutexLock lock(&mutex_);
   return static_cast<int32_t>(

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -44,6 +45,11 @@ class DraftWorkerSet {
   std::vector<DraftWorkerStatusSnapshot> Statuses() const;
   // Known and healthy workers.
   int32_t num_healthy() const;
+  // The healthy workers' addresses and channels (for DraftPool RPCs).
+  std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> Healthy() const;
+  // A call to `address` failed: unhealthy until the next Reconcile finds it
+  // answering again.
+  void MarkUnhealthy(const std::string& address);
 
  private:
   struct Worker {

@@ -37,6 +37,8 @@
 #include "common/command_line.h"
 #include "coordinator/discovery.h"
 #include "coordinator/draft_worker_set.h"
+#include "coordinator/grpc_draft_pool.h"
+#include "coordinator/local_draft_pool.h"
 #include "coordinator/grpc_worker_group.h"
 #include "coordinator/inference_service.h"
 #include "coordinator/local_worker_group.h"
@@ -45,6 +47,8 @@
 #include "coordinator/scheduler_loop.h"
 #include "coordinator/target_resolver.h"
 #include "coordinator/worker_group_pool.h"
+#include "draft/proposer_factory.h"
+#include "draft/speculative_spec.h"
 #include "engine/model/kv_budget.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/kv/kv_storage.h"
@@ -64,6 +68,13 @@ ABSL_FLAG(std::string, worker, "",
           "load and prefix affinity");
 ABSL_FLAG(std::string, draft, "",
           "Draft workers (tandem-draft), comma-separated: HOST:PORT or dns:///NAME:PORT");
+ABSL_FLAG(std::string, speculative, "",
+          "Speculative decoding with a draft in this process: ngram (or layer-skip:L / "
+          "model[:PATH], loaded here); with --draft, the draft workers propose instead");
+ABSL_FLAG(std::string, num_speculative_tokens, "auto",
+          "Draft tokens per speculative round: N, or auto (adaptive, off when it would slow the "
+          "batch down)");
+ABSL_FLAG(int32_t, draft_timeout_ms, 5000, "--draft: deadline of one Propose / Release call");
 ABSL_FLAG(int32_t, resolve_interval_ms, 5000,
           "How often dns:/// targets are re-resolved (and unreachable ones retried)");
 ABSL_FLAG(bool, local, false, "Run the model in-process instead of connecting to --worker");
@@ -246,11 +257,58 @@ int main(int argc, char** argv) {
   router_config.affinity_max_extra_load = absl::GetFlag(FLAGS_affinity_max_extra_load);
   if (absl::Status s = coordinator::ValidateRouterConfig(router_config); !s.ok()) return Fail(s);
 
+  // Speculative decoding: draft workers (--draft) or a draft in this
+  // process (--speculative); one draft pool per group's scheduler thread.
+  coordinator::DraftWorkerSet drafts((*tok)->vocab_size());
+  coordinator::SpeculationConfig speculation;
+  {
+    absl::StatusOr<int32_t> n =
+        coordinator::ParseNumSpeculativeTokens(absl::GetFlag(FLAGS_num_speculative_tokens));
+    if (!n.ok()) return Fail(n.status());
+    speculation.num_speculative_tokens = *n;
+  }
+  const std::string speculative = absl::GetFlag(FLAGS_speculative);
+  if (!speculative.empty() && !draft_targets->empty()) {
+    return Fail(absl::InvalidArgumentError(absl::StrFormat(
+        "--speculative %s and --draft %s both choose the draft: give one", speculative,
+        draft_spec)));
+  }
+  const int32_t draft_timeout_ms = absl::GetFlag(FLAGS_draft_timeout_ms);
+  if (draft_timeout_ms < 1) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrFormat("--draft-timeout-ms %d is out of range: must be >= 1", draft_timeout_ms)));
+  }
+  coordinator::WorkerGroupPool::DraftPoolFactory draft_pools;
+  if (!draft_targets->empty()) {
+    draft_pools = [&drafts, draft_timeout_ms] {
+      return std::unique_ptr<coordinator::DraftPool>(std::make_unique<coordinator::GrpcDraftPool>(
+          &drafts, absl::Milliseconds(draft_timeout_ms)));
+    };
+  } else if (!speculative.empty()) {
+    absl::StatusOr<draft::SpeculativeSpec> spec = draft::ParseSpeculativeSpec(speculative);
+    if (!spec.ok()) return Fail(spec.status());
+    draft::ProposerOptions po;
+    po.spec = *spec;
+    po.target_model_path = model_path;
+    po.block_size = info.block_size;
+    po.eos_token_ids = (*tok)->EndOfGenerationIds();
+    // Fail at start-up, not on the first request.
+    absl::StatusOr<std::unique_ptr<draft::Proposer>> probe = draft::MakeProposer(po);
+    if (!probe.ok()) return Fail(probe.status());
+    draft_pools = [po] {
+      absl::StatusOr<std::unique_ptr<draft::Proposer>> p = draft::MakeProposer(po);
+      CHECK(p.ok(), "draft %s failed to load a second time: %s",
+            draft::FormatSpeculativeSpec(po.spec), p.status().ToString());
+      return std::unique_ptr<coordinator::DraftPool>(
+          std::make_unique<coordinator::LocalDraftPool>(*std::move(p)));
+    };
+  }
+
   coordinator::InferenceService service(tok->get(), info);
   pool = std::make_unique<coordinator::WorkerGroupPool>(sched_config, router_config, tok->get(),
-                                                        &service, ConnectRemote);
+                                                        &service, ConnectRemote, draft_pools,
+                                                        speculation);
   if (absl::Status s = pool->Add(first_name, *std::move(first)); !s.ok()) return Fail(s);
-  coordinator::DraftWorkerSet drafts((*tok)->vocab_size());
   service.set_pool(pool.get(), &drafts);
   std::unique_ptr<coordinator::Discovery> draft_discovery;
   if (!draft_targets->empty()) {

@@ -24,6 +24,9 @@ struct GenerateRequest {
   // min_new_tokens, params.max_tokens max_new_tokens; sampling fields apply
   // only with beam->do_sample). Validated by Scheduler::Submit.
   std::optional<BeamSearchParams> beam;
+  // Speculative decoding override: unset → the server's setting; 0 → off
+  // for this request; N > 0 → N draft tokens per round.
+  std::optional<int32_t> num_speculative_tokens;
 };
 
 enum class FinishReason {
@@ -60,6 +63,11 @@ struct RequestOutput {
   int64_t prefix_hit_tokens = 0;        // prompt tokens served from the prefix cache
   std::string error;                    // set when finish reason is kError
   double queue_ms = 0;  // arrival to first admission into the running batch
+  // Speculative decoding: verification rounds, draft tokens verified, and
+  // those accepted (acceptance rate = accepted / draft tokens).
+  int64_t num_speculative_rounds = 0;
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
   double time_to_first_token_ms = 0;
   double latency_ms = 0;
 };

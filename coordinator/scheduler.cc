@@ -149,6 +149,10 @@ void Scheduler::DrainInbox() {
     state->submit_time = Clock::now();
     state->seed = state->request.params.seed.has_value() ? *state->request.params.seed
                                                          : std::random_device()();
+    state->draft_params = state->request.params;
+    state->draft_params.temperature = 0.0f;
+    state->draft_params.logprobs = 0;
+    state->draft_params.n = 1;
     RequestState* raw = state.get();
     if (requests_.contains(raw->request.id)) {
       TANDEM_LOG(kWarning, "request %d submitted twice; the second is dropped",
@@ -189,6 +193,8 @@ void Scheduler::Admit(RequestState* r) {
     s->prompt_len = static_cast<int32_t>(s->tokens.size());
     s->detokenizer = std::make_unique<tokenizer::IncrementalDetokenizer>(*tokenizer_, /*skip_special=*/true);
     s->stop_checker = std::make_unique<sampling::StopChecker>(r->request.params.stop);
+    s->speculate = draft_pool_ != nullptr && r->request.num_speculative_tokens.value_or(1) != 0;
+    s->acceptance = speculation_.auto_gamma.prior_acceptance;
     return s;
   };
   for (int32_t i = 0; i < n; ++i) r->completions.push_back(make(i));
@@ -221,6 +227,7 @@ absl::StatusOr<bool> Scheduler::Step() {
 
   std::stable_sort(running_.begin(), running_.end(),
                    [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
+  ProposeDrafts();
   // Running sequences first (decode tokens and unfinished prefills), so work
   // already admitted keeps going; preempt from the back when blocks run out.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
@@ -231,12 +238,27 @@ absl::StatusOr<bool> Scheduler::Step() {
       ++i;
       continue;
     }
-    std::span<const int32_t> tokens(seq->tokens.data() + seq->num_computed, num_new);
+    // A decoding sequence's drafts ride along with its token (verified by
+    // the worker), as far as the budget allows.
+    std::vector<int32_t> tokens(seq->tokens.begin() + seq->num_computed,
+                                seq->tokens.begin() + seq->num_computed + num_new);
+    int32_t num_drafts = 0;
+    if (num_new == 1 && !seq->drafts.empty()) {
+      num_drafts = std::min(static_cast<int32_t>(seq->drafts.size()), budget - 1);
+      tokens.insert(tokens.end(), seq->drafts.begin(), seq->drafts.begin() + num_drafts);
+    }
     std::optional<std::vector<kv::BlockCopy>> copies = kv_->AppendTokens(seq->id, tokens);
+    if (!copies.has_value() && num_drafts > 0) {
+      // No blocks for the drafts: decode plainly this step.
+      num_drafts = 0;
+      tokens.resize(1);
+      copies = kv_->AppendTokens(seq->id, tokens);
+    }
     if (copies.has_value()) {
       plan.copies.insert(plan.copies.end(), copies->begin(), copies->end());
       seq->scheduled = num_new;
-      budget -= num_new;
+      seq->num_step_drafts = num_drafts;
+      budget -= num_new + num_drafts;
       scheduled.push_back(seq);
       ++i;
       continue;
@@ -308,6 +330,13 @@ absl::StatusOr<bool> Scheduler::Step() {
     s.tokens.assign(seq->tokens.begin() + seq->num_computed,
                     seq->tokens.begin() + seq->num_computed + seq->scheduled);
     s.start_pos = seq->num_computed;
+    if (seq->num_step_drafts > 0) {
+      s.tokens.insert(s.tokens.end(), seq->drafts.begin(),
+                      seq->drafts.begin() + seq->num_step_drafts);
+      s.num_draft_tokens = seq->num_step_drafts;
+      s.draft_probs.assign(seq->draft_probs.begin(),
+                           seq->draft_probs.begin() + seq->num_step_drafts);
+    }
     std::span<const BlockId> table = kv_->BlockTable(seq->id);
     s.block_table.assign(table.begin(), table.end());
     s.sample = !seq->fork_parent && seq->num_computed + seq->scheduled == seq->target();
@@ -335,6 +364,7 @@ absl::StatusOr<bool> Scheduler::Step() {
   }
   stats_.forward_ms += result->timings.forward_ms;
   stats_.worker_step_ms += result->timings.total_ms;
+  gamma_controller_.ObserveStep(result->timings.num_tokens, result->timings.forward_ms);
 
   absl::flat_hash_map<SeqId, Sequence*> by_id;
   for (Sequence* seq : scheduled) {
@@ -347,7 +377,13 @@ absl::StatusOr<bool> Scheduler::Step() {
     auto it = by_id.find(res.id);
     CHECK(it != by_id.end(), "worker returned a result for unscheduled sequence %d",
           res.id.value());
-    if (!it->second->finished) OnSampled(it->second, res.sample);
+    Sequence* seq = it->second;
+    if (seq->finished) continue;
+    if (seq->num_step_drafts > 0) {
+      FoldVerification(seq, res);
+    } else {
+      OnSampled(seq, res.sample);
+    }
   }
   for (Sequence* seq : scheduled) {
     if (seq->fork_parent && !seq->finished && seq->in_kv && seq->num_computed == seq->target()) {
@@ -382,6 +418,7 @@ void Scheduler::EraseDoneRequests() {
 }
 
 void Scheduler::Preempt(Sequence* seq) {
+  ForgetDraft(seq);  // it returns under a new sequence id
   kv_->Free(seq->id);
   seq->in_kv = false;
   seq->num_computed = 0;
@@ -469,6 +506,7 @@ void Scheduler::OnSampled(Sequence* seq, const sampling::SampleResult& sample) {
 }
 
 void Scheduler::ReleaseSequence(Sequence* seq) {
+  ForgetDraft(seq);
   if (seq->in_kv) {
     kv_->Free(seq->id);
     released_.push_back(seq->id);
@@ -514,6 +552,9 @@ void Scheduler::MaybeCompleteRequest(RequestState* r) {
   out.error = r->error;
   auto now = Clock::now();
   out.latency_ms = std::chrono::duration<double, std::milli>(now - r->submit_time).count();
+  out.num_speculative_rounds = r->num_speculative_rounds;
+  out.num_draft_tokens = r->num_draft_tokens;
+  out.num_accepted_tokens = r->num_accepted_tokens;
   if (r->admit_time) {
     out.queue_ms = std::chrono::duration<double, std::milli>(*r->admit_time - r->submit_time).count();
   }

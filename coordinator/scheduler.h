@@ -24,6 +24,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/decoding/gamma_controller.h"
+#include "coordinator/draft_pool.h"
 #include "coordinator/request.h"
 #include "coordinator/worker_group.h"
 #include "engine/kv/kv_manager.h"
@@ -40,6 +42,19 @@ struct SchedulerConfig {
 // InvalidArgument naming the field when a limit is below 1.
 absl::Status ValidateSchedulerConfig(const SchedulerConfig& config);
 
+// Speculative decoding (see Scheduler::set_draft_pool).
+struct SpeculationConfig {
+  // Draft tokens per round: > 0 fixed, 0 = auto (GammaController decides
+  // per sequence and step, up to max_gamma, and stops speculating when it
+  // would slow the batch down).
+  int32_t num_speculative_tokens = 0;
+  GammaControllerConfig auto_gamma;
+};
+
+// "N" (N >= 1) or "auto" -> SpeculationConfig::num_speculative_tokens.
+// InvalidArgument naming the text and the accepted forms.
+absl::StatusOr<int32_t> ParseNumSpeculativeTokens(const std::string& text);
+
 struct SchedulerStats {
   int64_t num_steps = 0;
   int64_t num_preemptions = 0;
@@ -53,6 +68,11 @@ struct SchedulerStats {
   double step_ms = 0;
   double worker_step_ms = 0;
   double forward_ms = 0;
+  // Speculative decoding: rounds (a sequence verified drafts in a step),
+  // draft tokens verified, and those accepted.
+  int64_t num_speculative_rounds = 0;
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
 };
 
 class Scheduler {
@@ -87,6 +107,13 @@ class Scheduler {
   // reconnect failed them all; CHECKed).
   void ResetKvCache();
 
+  // Speculative decoding for the sampling requests that do not turn it off:
+  // each step, decoding sequences first get proposals from `pool` (which
+  // must outlive the scheduler), then the worker verifies them with the
+  // sequence's token (exact speculative sampling). Scheduler thread, before
+  // the first Step.
+  void set_draft_pool(DraftPool* pool, const SpeculationConfig& config);
+
   const SchedulerStats& stats() const { return stats_; }
   kv::KvStats kv_stats() const { return kv_->stats(); }
 
@@ -113,6 +140,15 @@ class Scheduler {
   // Runs the request's beam step once every running beam has candidates:
   // forks, continues and releases beam sequences, or finishes the request.
   void AdvanceBeams(RequestState* r);
+  // Speculative decoding (scheduler_speculative.cc): asks the draft pool
+  // for this step's proposals of the decoding sequences that speculate.
+  void ProposeDrafts();
+  // Folds a verification result: the accepted drafts' K/V stays, the rest
+  // is truncated, the draft rolls back, and every emitted token is sampled
+  // into the sequence in order.
+  void FoldVerification(Sequence* seq, const worker::SequenceResult& result);
+  // The draft forgets `seq` (finished, preempted or failed).
+  void ForgetDraft(Sequence* seq);
   // Streams the best beam so far (the whole text, replacing the last).
   void EmitBestBeam(RequestState* r, FinishReason reason);
   // Releases every beam; kNone → the finalized hypotheses are the
@@ -145,6 +181,9 @@ class Scheduler {
   // Beam sequences dropped during a step, kept alive until the step ends
   // (the step's scheduled list may still point at them).
   std::vector<std::unique_ptr<Sequence>> retired_;
+  DraftPool* draft_pool_ = nullptr;
+  SpeculationConfig speculation_;
+  GammaController gamma_controller_;
   SchedulerStats stats_;
 };
 

@@ -34,6 +34,15 @@ struct Scheduler::Sequence {
   int32_t prompt_len = 0;
   int32_t num_computed = 0;     // tokens whose K/V are in the cache
   int32_t scheduled = 0;        // tokens computed by the step in flight
+  // Speculative decoding: what the draft holds (its proposer contract), the
+  // running acceptance rate, and this step's proposal (verified along with
+  // the sequence's one token; num_step_drafts of them made it into the step).
+  bool speculate = false;       // the request speculates and the draft works
+  int32_t draft_len = 0;
+  double acceptance = 0.0;
+  std::vector<int32_t> drafts;
+  std::vector<sampling::DraftProbs> draft_probs;
+  int32_t num_step_drafts = 0;
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer;
   std::unique_ptr<sampling::StopChecker> stop_checker;
   Completion completion;
@@ -65,6 +74,13 @@ struct Scheduler::RequestState {
   std::unique_ptr<BeamSearch> beam;
   std::vector<std::unique_ptr<Sequence>> beams;
   std::vector<Completion> beam_results;
+  // Speculative decoding: the params drafts are proposed with (the target's,
+  // greedy: deterministic drafts keep verification exact and cheap) and the
+  // request's counters.
+  sampling::SamplingParams draft_params;
+  int64_t num_speculative_rounds = 0;
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
   uint64_t next_beam_stream = 0;
   int32_t num_unfinished = 0;
   int64_t prefix_hit_tokens = 0;

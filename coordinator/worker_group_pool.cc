@@ -11,11 +11,14 @@ namespace tandem::coordinator {
 WorkerGroupPool::WorkerGroupPool(const SchedulerConfig& scheduler_config,
                                  const RouterConfig& router_config,
                                  const tokenizer::Tokenizer* tokenizer, RequestObserver* observer,
-                                 Connector connector)
+                                 Connector connector, DraftPoolFactory draft_pools,
+                                 const SpeculationConfig& speculation)
     : scheduler_config_(scheduler_config),
       tokenizer_(tokenizer),
       observer_(observer),
       connector_(std::move(connector)),
+      draft_pools_(std::move(draft_pools)),
+      speculation_(speculation),
       router_(router_config) {
   absl::Status status = ValidateSchedulerConfig(scheduler_config);
   CHECK(status.ok(), "%s", status.ToString());
@@ -66,6 +69,10 @@ absl::Status WorkerGroupPool::Add(const std::string& name, Connected connected) 
   entry->group = std::move(connected.group);
   entry->scheduler =
       std::make_unique<Scheduler>(scheduler_config_, entry->group.get(), tokenizer_, observer_);
+  if (draft_pools_) {
+    entry->drafts = draft_pools_();
+    entry->scheduler->set_draft_pool(entry->drafts.get(), speculation_);
+  }
   entry->loop = std::make_unique<SchedulerLoop>(entry->scheduler.get(), entry->remote);
   TANDEM_LOG(kInfo, "worker group %s joined (%s, %d KV blocks of %d tokens)", name,
              info.model_name, info.num_blocks, info.block_size);

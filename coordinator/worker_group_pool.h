@@ -40,12 +40,13 @@
 namespace tandem::coordinator {
 
 // One worker group in the pool. Members are destroyed loop first (joins the
-// scheduler thread), then the scheduler, then the group.
+// scheduler thread), then the scheduler, its draft pool, then the group.
 struct WorkerGroupEntry {
   int64_t id = 0;
   std::string name;                    // its address, or "local"
   std::unique_ptr<WorkerGroup> group;
   GrpcWorkerGroup* remote = nullptr;   // `group` when remote, else null
+  std::unique_ptr<DraftPool> drafts;   // speculative decoding, or null
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<SchedulerLoop> loop;
   std::atomic<bool> draining{false};   // discovery no longer lists it
@@ -70,12 +71,16 @@ class WorkerGroupPool {
   };
   using Connector =
       std::function<absl::StatusOr<Connected>(const std::string& address, absl::Duration timeout)>;
+  // Makes each new group's draft pool (one per scheduler thread); may be
+  // empty: no speculation.
+  using DraftPoolFactory = std::function<std::unique_ptr<DraftPool>()>;
 
   // `tokenizer` and `observer` (the service the schedulers report to) must
   // outlive the pool; the configs must pass their Validate* (CHECKed).
   WorkerGroupPool(const SchedulerConfig& scheduler_config, const RouterConfig& router_config,
                   const tokenizer::Tokenizer* tokenizer, RequestObserver* observer,
-                  Connector connector);
+                  Connector connector, DraftPoolFactory draft_pools = {},
+                  const SpeculationConfig& speculation = {});
   // Shuts every group's loop down.
   ~WorkerGroupPool();
 
@@ -111,6 +116,8 @@ class WorkerGroupPool {
   const tokenizer::Tokenizer* tokenizer_;
   RequestObserver* observer_;
   const Connector connector_;
+  const DraftPoolFactory draft_pools_;
+  const SpeculationConfig speculation_;
   Router router_;
 
   mutable absl::Mutex mutex_;

@@ -1,0 +1,37 @@
+// LocalDraftPool: a DraftPool over one in-process draft::Proposer (n-gram,
+// layer-skip or a draft model; draft/proposer_factory.h). A failed
+// ProposeBatch fails every sequence of the call (ok = false): they decode
+// plainly from then on.
+//
+// Thread-safety: none (the scheduler thread).
+#ifndef TANDEM_COORDINATOR_LOCAL_DRAFT_POOL_H_
+#define TANDEM_COORDINATOR_LOCAL_DRAFT_POOL_H_
+
+#include <memory>
+
+#include "coordinator/draft_pool.h"
+#include "draft/proposer.h"
+
+namespace tandem::coordinator {
+
+class LocalDraftPool : public DraftPool {
+ public:
+  explicit LocalDraftPool(std::unique_ptr<draft::Proposer> proposer)
+      : proposer_(std::move(proposer)) {}
+
+  std::vector<DraftProposal> Propose(std::span<const DraftRequest> requests) override;
+  bool Release(SeqId seq, int32_t keep_length) override;
+  std::string name() const override { return proposer_->info().name; }
+
+  const draft::Proposer& proposer() const { return *proposer_; }
+
+ private:
+  std::unique_ptr<draft::Proposer> proposer_;
+};
+
+// Draft tokens as the verifier takes them.
+sampling::DraftProbs ToDraftProbs(const draft::DraftToken& token);
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_LOCAL_DRAFT_POOL_H_
