@@ -122,11 +122,19 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
                         "the coordinator is shutting down and admits no new requests");
   }
   if (request.decoding_mode() == pb::DECODING_MODE_SPECULATIVE) {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        absl::StrFormat("decoding_mode %s is not implemented: this server "
-                                        "supports DECODING_MODE_SAMPLING and "
-                                        "DECODING_MODE_BEAM_SEARCH",
-                                        DecodingModeName(request.decoding_mode())));
+    const pb::SpeculativeOptions& spec = request.speculative();
+    if (!spec.draft().empty()) {
+      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                          absl::StrFormat("speculative.draft '%s': choosing the draft per request "
+                                          "is not supported; the server's draft is used",
+                                          spec.draft()));
+    }
+    if (spec.num_speculative_tokens() < 0 || spec.num_speculative_tokens() > 64) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrFormat("speculative.num_speculative_tokens %d is out of range: "
+                                          "must be in [0, 64]",
+                                          spec.num_speculative_tokens()));
+    }
   }
   absl::StatusOr<std::vector<int32_t>> prompt = PromptTokens(request);
   if (!prompt.ok()) return ToGrpcStatus(prompt.status());
@@ -138,6 +146,14 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
   native.priority = request.priority();
   if (request.decoding_mode() == pb::DECODING_MODE_BEAM_SEARCH) {
     native.beam = BeamSearchParamsFromProto(request.beam_search());
+  }
+  if (request.decoding_mode() == pb::DECODING_MODE_SPECULATIVE) {
+    const pb::SpeculativeOptions& spec = request.speculative();
+    if (spec.off()) {
+      native.num_speculative_tokens = 0;
+    } else if (spec.num_speculative_tokens() > 0) {
+      native.num_speculative_tokens = spec.num_speculative_tokens();
+    }
   }
   const RequestId id = native.id;
 
@@ -308,6 +324,7 @@ grpc::Status InferenceService::ModelInfo(grpc::ServerContext*, const pb::ModelIn
   response->set_has_chat_template(!tokenizer_->vocab().chat_template.empty());
   response->add_decoding_modes(pb::DECODING_MODE_SAMPLING);
   response->add_decoding_modes(pb::DECODING_MODE_BEAM_SEARCH);
+  response->add_decoding_modes(pb::DECODING_MODE_SPECULATIVE);
   for (const WorkerGroupStatusSnapshot& g : pool_->Statuses()) {
     pb::WorkerGroupStatus* out = response->add_worker_groups();
     out->set_address(g.name);
@@ -322,6 +339,9 @@ grpc::Status InferenceService::ModelInfo(grpc::ServerContext*, const pb::ModelIn
     out->set_num_preemptions(g.stats.scheduler.num_preemptions);
     out->set_num_blocks_used(g.stats.kv.num_blocks_used);
     out->set_num_blocks_total(g.stats.kv.num_blocks_total);
+    out->set_num_speculative_rounds(g.stats.scheduler.num_speculative_rounds);
+    out->set_num_draft_tokens(g.stats.scheduler.num_draft_tokens);
+    out->set_num_accepted_tokens(g.stats.scheduler.num_accepted_tokens);
   }
   if (drafts_ != nullptr) {
     for (const DraftWorkerStatusSnapshot& d : drafts_->Statuses()) {
