@@ -324,6 +324,7 @@ absl::StatusOr<bool> Scheduler::Step() {
     scheduled.push_back(seq);
   }
 
+  DropUnusedDrafts();
   for (Sequence* seq : scheduled) {
     worker::SequenceStep s;
     s.id = seq->id;

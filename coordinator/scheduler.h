@@ -147,6 +147,8 @@ class Scheduler {
   // is truncated, the draft rolls back, and every emitted token is sampled
   // into the sequence in order.
   void FoldVerification(Sequence* seq, const worker::SequenceResult& result);
+  // Rolls back the drafts of sequences that did not make it into the step.
+  void DropUnusedDrafts();
   // The draft forgets `seq` (finished, preempted or failed).
   void ForgetDraft(Sequence* seq);
   // Streams the best beam so far (the whole text, replacing the last).

@@ -131,6 +131,25 @@ void Scheduler::FoldVerification(Sequence* seq, const worker::SequenceResult& re
   OnSampled(seq, result.sample);
 }
 
+void Scheduler::DropUnusedDrafts() {
+  for (Sequence* seq : running_) {
+    if (seq->drafts.empty() || seq->num_step_drafts > 0) continue;
+    // Proposed but not sent (no budget or blocks this step): the draft
+    // holds tokens past the sequence; roll it back to the sequence.
+    seq->drafts.clear();
+    seq->draft_probs.clear();
+    const int32_t len = static_cast<int32_t>(seq->tokens.size());
+    if (seq->draft_len > len) {
+      if (draft_pool_->Release(seq->id, len)) {
+        seq->draft_len = len;
+      } else {
+        seq->speculate = false;
+        seq->draft_len = 0;
+      }
+    }
+  }
+}
+
 void Scheduler::ForgetDraft(Sequence* seq) {
   seq->drafts.clear();
   seq->draft_probs.clear();
