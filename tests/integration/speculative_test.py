@@ -174,15 +174,17 @@ class SpeculativeTest(unittest.TestCase):
         # the reference is the same TP=2 group with speculation turned off.
         if not MPIEXEC:
             self.skipTest("no mpirun")
-        got, plain = self.cluster_tokens(
-            [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", WORKER, "--model",
-             MODEL, "--port", "0"], [],
-            draft_cmd=[DRAFT, "--model", MODEL, "--port", "0", "--speculative", "ngram"],
-            also_plain=True)
-        self.assertEqual(len(got), 32)
-        for i, (a, b) in enumerate(zip(got, plain)):
-            self.assertEqual(a, b, f"TP=2, tandem-draft ngram: request {i} differs from the same "
-                                   "group without speculation")
+        for kind in ("ngram", "layer-skip:20", "model"):
+            with self.subTest(kind=kind):
+                got, plain = self.cluster_tokens(
+                    [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", WORKER,
+                     "--model", MODEL, "--port", "0"], [],
+                    draft_cmd=[DRAFT, "--model", MODEL, "--port", "0", "--speculative", kind],
+                    also_plain=True)
+                self.assertEqual(len(got), 32)
+                for i, (a, b) in enumerate(zip(got, plain)):
+                    self.assertEqual(a, b, f"TP=2, tandem-draft {kind}: request {i} differs from "
+                                           "the same group without speculation")
 
     def test_a_killed_draft_worker_fails_no_request(self):
         def kill_draft_soon(servers):
