@@ -10,6 +10,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/logging.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/scheduler_state.h"
@@ -77,7 +79,12 @@ void Scheduler::ProposeDrafts() {
     asking.push_back(seq);
   }
   if (requests.empty()) return;
+  const absl::Time propose_start = absl::Now();
   std::vector<DraftProposal> proposals = draft_pool_->Propose(requests);
+  int32_t positions = 0;
+  for (const DraftRequest& d : requests) positions = std::max(positions, d.gamma);
+  gamma_controller_.ObserveDraft(positions,
+                                 absl::ToDoubleMilliseconds(absl::Now() - propose_start));
   for (size_t i = 0; i < asking.size(); ++i) {
     Sequence* seq = asking[i];
     DraftProposal& p = proposals[i];

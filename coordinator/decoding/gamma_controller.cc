@@ -11,7 +11,8 @@ double ExpectedTokensPerRound(double alpha, int32_t gamma) {
   return (1.0 - std::pow(alpha, gamma + 1)) / (1.0 - alpha);
 }
 
-GammaController::GammaController(const GammaControllerConfig& config) : config_(config) {}
+GammaController::GammaController(const GammaControllerConfig& config)
+    : config_(config), global_acceptance_(config.prior_acceptance) {}
 
 void GammaController::ObserveStep(int64_t num_tokens, double forward_ms) {
   if (num_tokens <= 0 || !(forward_ms >= 0.0)) return;
@@ -22,6 +23,13 @@ void GammaController::ObserveStep(int64_t num_tokens, double forward_ms) {
   wy_ = d * wy_ + forward_ms;
   wxx_ = d * wxx_ + x * x;
   wxy_ = d * wxy_ + x * forward_ms;
+}
+
+void GammaController::ObserveDraft(int32_t positions, double ms) {
+  if (positions <= 0 || !(ms >= 0.0)) return;
+  const double per = ms / positions;
+  draft_ms_ = draft_seen_ ? config_.cost_decay * draft_ms_ + (1.0 - config_.cost_decay) * per : per;
+  draft_seen_ = true;
 }
 
 double GammaController::per_token_ms() const {
@@ -48,7 +56,7 @@ int32_t GammaController::Choose(double alpha, int64_t batch_tokens,
   double best_gain = 1.0;  // plain decoding
   for (int32_t g = 1; g <= config_.max_gamma; ++g) {
     const double gain =
-        (s - 1.0 + ExpectedTokensPerRound(alpha, g)) / s * step / (step + g * b);
+        (s - 1.0 + ExpectedTokensPerRound(alpha, g)) / s * step / (step + g * (b + draft_ms_));
     // A deeper round must pay for itself clearly (noise in alpha and beta).
     if (gain > best_gain * 1.02) {
       best = g;
@@ -58,10 +66,13 @@ int32_t GammaController::Choose(double alpha, int64_t batch_tokens,
   return best;
 }
 
-double GammaController::UpdateAcceptance(double alpha, int32_t accepted, int32_t proposed) const {
+double GammaController::UpdateAcceptance(double alpha, int32_t accepted, int32_t proposed) {
   if (proposed <= 0) return alpha;
   const double observed = static_cast<double>(accepted) / proposed;
   const double keep = std::pow(config_.acceptance_decay, proposed);
+  // The global rate moves slowly: many sequences feed it.
+  const double global_keep = std::pow(0.98, proposed);
+  global_acceptance_ = global_keep * global_acceptance_ + (1.0 - global_keep) * observed;
   return keep * alpha + (1.0 - keep) * observed;
 }
 

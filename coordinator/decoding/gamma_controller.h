@@ -8,7 +8,9 @@
 // emits E(g) = (1 - alpha^(g+1)) / (1 - alpha) tokens per round with gamma
 // g and adds g tokens to the step, which every sequence in it waits for. In
 // a step of n tokens generating for S sequences, the batch's output rate
-// changes by the factor (S - 1 + E(g)) / S * T / (T + g*b): gamma is the g
+// changes by the factor (S - 1 + E(g)) / S * T / (T + g*b + g*c), where c
+// is what drafting one more position costs (measured per Propose call:
+// about 0 for n-gram, a forward of the draft model otherwise): gamma is the g
 // in [0, max_gamma] maximizing it, and 0 (plain decoding) unless that
 // clearly beats 1. A compute-bound forward (a small against b*n) makes
 // every g > 0 lose, so a loaded server stops speculating; a latency-bound
@@ -44,6 +46,11 @@ class GammaController {
 
   // Records one step's forward: `num_tokens` computed in `forward_ms`.
   void ObserveStep(int64_t num_tokens, double forward_ms);
+  // Records one Propose call that drafted up to `positions` tokens per
+  // sequence in `ms` (the scheduler waits for it before the step).
+  void ObserveDraft(int32_t positions, double ms);
+  // Milliseconds per drafted position (exponential moving average).
+  double draft_ms_per_position() const { return draft_ms_; }
 
   // The step cost model: fixed and per-token milliseconds (both >= 0).
   double fixed_ms() const;
@@ -54,14 +61,21 @@ class GammaController {
   // `batch_sequences` sequences (>= 1, this one included); 0 = plain.
   int32_t Choose(double alpha, int64_t batch_tokens, int64_t batch_sequences) const;
 
-  // Folds one round's outcome (accepted of proposed) into `alpha`.
-  double UpdateAcceptance(double alpha, int32_t accepted, int32_t proposed) const;
-  double prior_acceptance() const { return config_.prior_acceptance; }
+  // Folds one round's outcome (accepted of proposed) into `alpha`, and
+  // into the acceptance rate of all sequences (the prior of new ones).
+  double UpdateAcceptance(double alpha, int32_t accepted, int32_t proposed);
+  // What a new sequence starts from: the running acceptance rate over every
+  // round so far (the draft's typical quality on this traffic), or the
+  // configured prior before any round.
+  double prior_acceptance() const { return global_acceptance_; }
 
  private:
   GammaControllerConfig config_;
   // Exponentially weighted sums for the least-squares fit ms = a + b*n.
   double w_ = 0, wx_ = 0, wy_ = 0, wxx_ = 0, wxy_ = 0;
+  double draft_ms_ = 0;
+  bool draft_seen_ = false;
+  double global_acceptance_;
 };
 
 }  // namespace tandem::coordinator

@@ -44,6 +44,20 @@ TEST(GammaControllerTest, LatencyBoundStepsSpeculateComputeBoundOnesDoNot) {
   EXPECT_LE(latency_bound.Choose(0.8, 256, 256), latency_bound.Choose(0.8, 1, 1));
 }
 
+TEST(GammaControllerTest, ExpensiveDraftsSpeculateLessOrNotAtAll) {
+  GammaController cheap, costly;
+  for (int i = 0; i < 40; ++i) {
+    const int64_t n = 1 + i % 20;
+    cheap.ObserveStep(n, 20.0 + 0.5 * static_cast<double>(n));
+    costly.ObserveStep(n, 20.0 + 0.5 * static_cast<double>(n));
+    cheap.ObserveDraft(4, 0.4);     // 0.1 ms per position (n-gram)
+    costly.ObserveDraft(4, 80.0);   // a draft forward as slow as the target's step
+  }
+  EXPECT_NEAR(costly.draft_ms_per_position(), 20.0, 1e-6);
+  EXPECT_GE(cheap.Choose(0.7, 1, 1), 2);
+  EXPECT_EQ(costly.Choose(0.7, 1, 1), 0);
+}
+
 TEST(GammaControllerTest, AcceptanceMovesTowardsWhatIsObserved) {
   GammaController c;
   double alpha = c.prior_acceptance();
@@ -52,6 +66,13 @@ TEST(GammaControllerTest, AcceptanceMovesTowardsWhatIsObserved) {
   for (int i = 0; i < 20; ++i) alpha = c.UpdateAcceptance(alpha, 4, 4);
   EXPECT_GT(alpha, 0.99);
   EXPECT_DOUBLE_EQ(c.UpdateAcceptance(0.3, 0, 0), 0.3);
+}
+
+TEST(GammaControllerTest, NewSequencesStartFromWhatTheDraftAchieved) {
+  GammaController c;
+  EXPECT_DOUBLE_EQ(c.prior_acceptance(), GammaControllerConfig{}.prior_acceptance);
+  for (int i = 0; i < 200; ++i) c.UpdateAcceptance(0.5, 0, 4);  // drafts always rejected
+  EXPECT_LT(c.prior_acceptance(), 0.01);
 }
 
 }  // namespace
