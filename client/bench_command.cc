@@ -9,6 +9,7 @@
 #include <deque>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "client/bench_stats.h"
 #include "client/bench_workload.h"
 #include "client/inference_client.h"
+#include "client/step_overhead.h"
 #include "nlohmann/json.hpp"
 
 namespace tandem::client {
@@ -192,6 +194,38 @@ void RunOpenLoop(pb::Inference::Stub& stub, const std::vector<JsonRequest>& requ
   for (std::thread& t : workers) t.join();
 }
 
+// ModelInfo, bounded by the request deadline (at most kModelInfoTimeoutS).
+grpc::Status GetModelInfo(pb::Inference::Stub& stub, const BenchOptions& o,
+                          pb::ModelInfoResponse* info) {
+  grpc::ClientContext context;
+  SetDeadline(context, o.timeout_s > 0 ? std::min(o.timeout_s, kModelInfoTimeoutS)
+                                       : kModelInfoTimeoutS);
+  return stub.ModelInfo(&context, pb::ModelInfoRequest(), info);
+}
+
+std::vector<GroupStepCounters> StepCounters(const pb::ModelInfoResponse& info) {
+  std::vector<GroupStepCounters> groups;
+  for (const pb::WorkerGroupStatus& g : info.worker_groups()) {
+    groups.push_back({.address = g.address(),
+                      .num_steps = g.num_steps(),
+                      .step_ms = g.step_ms(),
+                      .worker_step_ms = g.worker_step_ms()});
+  }
+  return groups;
+}
+
+// null when the server reported no step counters that moved during the run.
+json StepOverheadJson(const std::optional<StepOverhead>& o) {
+  if (!o) return nullptr;
+  return {{"num_groups", o->num_groups},
+          {"num_steps", o->num_steps},
+          {"step_ms", o->step_ms},
+          {"worker_step_ms", o->worker_step_ms},
+          {"mean_step_ms", o->mean_step_ms()},
+          {"mean_worker_step_ms", o->mean_worker_step_ms()},
+          {"overhead_share", o->overhead_share()}};
+}
+
 json SummaryJson(const LatencySummary& s) {
   return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
 }
@@ -201,7 +235,8 @@ LatencySummary ToMs(std::vector<double> seconds) {
   return Summarize(std::move(seconds));
 }
 
-json Report(const BenchOptions& o, const std::vector<RequestRecord>& records, double duration_s) {
+json Report(const BenchOptions& o, const std::vector<RequestRecord>& records, double duration_s,
+            const std::optional<StepOverhead>& overhead) {
   int64_t failed = 0, input_tokens = 0, output_tokens = 0;
   std::vector<double> ttft, tpot, itl, e2e;
   for (const RequestRecord& r : records) {
@@ -233,6 +268,7 @@ json Report(const BenchOptions& o, const std::vector<RequestRecord>& records, do
   j["tpot_ms"] = SummaryJson(ToMs(tpot));
   j["itl_ms"] = SummaryJson(ToMs(itl));
   j["e2e_ms"] = SummaryJson(ToMs(e2e));
+  j["step_overhead"] = StepOverheadJson(overhead);
   j["options"] = {{"addr", o.addr},
                   {"concurrency", o.concurrency},
                   {"request_rate", o.request_rate},
@@ -266,6 +302,18 @@ void PrintTable(const json& r) {
     std::printf("%-10s %12.2f %12.2f %12.2f %12.2f\n", name.c_str(), s["mean"].get<double>(),
                 s["p50"].get<double>(), s["p90"].get<double>(), s["p99"].get<double>());
   }
+  const json& so = r["step_overhead"];
+  if (so.is_null()) {
+    std::printf("%-32s %s\n", "Step overhead:", "n/a (no worker-group step counters)");
+  } else {
+    std::printf("%-32s %lld (worker groups: %d)\n", "Steps:", so["num_steps"].get<long long>(),
+                so["num_groups"].get<int>());
+    std::printf("%-32s %.3f\n", "Mean step (ms):", so["mean_step_ms"].get<double>());
+    std::printf("%-32s %.3f\n", "Mean worker step (ms):",
+                so["mean_worker_step_ms"].get<double>());
+    std::printf("%-32s %.2f %%\n", "Coordinator<->worker overhead:",
+                100.0 * so["overhead_share"].get<double>());
+  }
   std::printf("======================================\n");
   std::fflush(stdout);
 }
@@ -294,15 +342,9 @@ int BenchCommand(const BenchOptions& o) {
 
   std::unique_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
   pb::ModelInfoResponse info;
-  {
-    grpc::ClientContext context;
-    SetDeadline(context, o.timeout_s > 0 ? std::min(o.timeout_s, kModelInfoTimeoutS)
-                                         : kModelInfoTimeoutS);
-    const grpc::Status status = stub->ModelInfo(&context, pb::ModelInfoRequest(), &info);
-    if (!status.ok()) {
-      return Fail(absl::StrFormat("cannot reach the coordinator at %s: %s", o.addr,
-                                  DescribeGrpcStatus(status)));
-    }
+  if (grpc::Status status = GetModelInfo(*stub, o, &info); !status.ok()) {
+    return Fail(absl::StrFormat("cannot reach the coordinator at %s: %s", o.addr,
+                                DescribeGrpcStatus(status)));
   }
 
   absl::StatusOr<std::vector<JsonRequest>> requests;
@@ -334,7 +376,19 @@ int BenchCommand(const BenchOptions& o) {
   }
   const double duration_s = Seconds(Clock::now() - start);
 
-  const json report = Report(o, records, duration_s);
+  // The counters are cumulative; the run's share is their growth since the
+  // first ModelInfo (other clients' steps in between count too). A failed
+  // second reading costs only this part of the report.
+  std::optional<StepOverhead> overhead;
+  pb::ModelInfoResponse info_after;
+  if (grpc::Status status = GetModelInfo(*stub, o, &info_after); status.ok()) {
+    overhead = StepOverheadBetween(StepCounters(info), StepCounters(info_after));
+  } else {
+    std::fprintf(stderr, "tandem bench: ModelInfo after the run failed, no step overhead: %s\n",
+                 DescribeGrpcStatus(status).c_str());
+  }
+
+  const json report = Report(o, records, duration_s, overhead);
   PrintTable(report);
   for (size_t i = 0; i < records.size(); ++i) {
     if (!records[i].ok) {

@@ -5,7 +5,10 @@
 // `shared_prefix_len` common to all, `output_len` tokens each, EOS ignored) or
 // the requests of a JSONL `dataset`. Measures on the client, per request: time
 // to first token, inter-token latencies, time per output token and end-to-end
-// latency; prints a table and, with `out`, writes the same numbers as JSON.
+// latency. From the coordinator's cumulative worker-group counters (ModelInfo
+// before and after the run) it adds the steps run, mean step time and the
+// coordinator<->worker overhead share (n/a when the server reports none).
+// Prints a table and, with `out`, writes the same numbers as JSON.
 #ifndef TANDEM_CLIENT_BENCH_COMMAND_H_
 #define TANDEM_CLIENT_BENCH_COMMAND_H_
 

@@ -101,6 +101,14 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(r["input_tokens"], 12 * 32)
         self.assertEqual(r["options"]["concurrency"], 4)
         self.check_latencies(r)
+        # null while the coordinator reports no worker-group step counters.
+        so = r["step_overhead"]
+        if so is not None:
+            self.assertGreater(so["num_steps"], 0)
+            self.assertGreater(so["step_ms"], 0)
+            self.assertLessEqual(so["worker_step_ms"], so["step_ms"])
+            self.assertAlmostEqual(so["overhead_share"],
+                                   1 - so["worker_step_ms"] / so["step_ms"])
 
     def test_open_loop_completes(self):
         r = self.bench_report(["--request-rate", "20", "--num-requests", "10", "--input-len",

@@ -2,7 +2,8 @@
 """Integration tests of the cluster: a real tandem-coordinator (--local, and
 --worker over a real tandem-worker when that binary is built) driven by
 `tandem generate`. Checks: 64 concurrent mixed-length greedy requests all
-complete and equal `tandem run` line for line; bad requests fail with
+complete and equal `tandem run` line for line (fast precision; the
+tensor-parallel proof in reference precision is tp_test.py); bad requests fail with
 INVALID_ARGUMENT naming the value; SIGTERM drains and exits 0. With two
 tandem-workers behind one coordinator (TwoGroupClusterTest): shared-prefix and
 distinct requests equal `tandem run`; a SIGKILLed worker fails only its own
@@ -20,11 +21,12 @@ import os
 import random
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 import unittest
 
+import generation_check
+from generation_check import assert_lines_equal, jsonl, mixed_requests, parse_lines, write_temp
 from server_process import Server
 
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
@@ -36,34 +38,7 @@ TIMEOUT = 600
 
 
 def run_cli(args):
-    p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=TIMEOUT)
-    return p.returncode, p.stdout, p.stderr
-
-
-def mixed_requests(count=64, seed=7):
-    rng = random.Random(seed)
-    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while",
-             "rain", "falls", "on", "quiet", "hills", "and", "rivers", "run", "to", "sea"]
-    lines = []
-    for i in range(count):
-        req = {"max_tokens": rng.randint(8, 24), "temperature": 0}
-        kind = i % 3
-        if kind == 0:
-            req["prompt"] = " ".join(rng.choice(words) for _ in range(rng.randint(1, 40)))
-        elif kind == 1:
-            req["messages"] = [{"role": "user", "content": " ".join(
-                rng.choice(words) for _ in range(rng.randint(1, 12)))}]
-        else:
-            req["prompt_token_ids"] = [rng.randint(100, 4000) for _ in range(rng.randint(1, 60))]
-        lines.append(json.dumps(req))
-    return "\n".join(lines) + "\n"
-
-
-def write_temp(text):
-    f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
-    f.write(text)
-    f.close()
-    return f.name
+    return generation_check.run_cli(BIN, args, TIMEOUT)
 
 
 class ClusterTestBase:
@@ -73,7 +48,7 @@ class ClusterTestBase:
         return run_cli(["generate", "--addr", self.server.address] + args)
 
     def test_concurrent_requests_equal_run(self):
-        path = write_temp(mixed_requests())
+        path = write_temp(jsonl(mixed_requests()))
         try:
             code, out, err = self.generate(["--requests", path, "--concurrency", "64", "--json"])
             self.assertEqual(code, 0, err)
@@ -81,14 +56,9 @@ class ClusterTestBase:
             self.assertEqual(rcode, 0, rerr)
         finally:
             os.unlink(path)
-        got = [json.loads(l) for l in out.splitlines()]
-        want = [json.loads(l) for l in rout.splitlines()]
-        self.assertEqual(len(got), 64)
-        self.assertEqual(len(want), 64)
-        for i, (g, w) in enumerate(zip(got, want)):
-            for key in ("prompt_token_ids", "token_ids", "text", "finish_reason"):
-                self.assertEqual(g.get(key), w.get(key), f"request {i + 1}: {key}")
-            self.assertTrue(g["token_ids"], f"request {i + 1} generated nothing")
+        assert_lines_equal(self, parse_lines(out), parse_lines(rout), 64,
+                           ("prompt_token_ids", "token_ids", "text", "finish_reason"),
+                           "tandem generate --concurrency 64")
 
 
 class LocalClusterTest(ClusterTestBase, unittest.TestCase):
@@ -285,13 +255,9 @@ class TwoGroupClusterTest(unittest.TestCase):
             self.assertEqual(rcode, 0, rerr)
         finally:
             os.unlink(path)
-        got = [json.loads(l) for l in out.splitlines()]
-        want = [json.loads(l) for l in rout.splitlines()]
-        self.assertEqual(len(got), 32)
-        self.assertEqual(len(want), 32)
-        for i, (g, w) in enumerate(zip(got, want)):
-            for key in ("prompt_token_ids", "token_ids", "text", "finish_reason"):
-                self.assertEqual(g.get(key), w.get(key), f"request {i + 1}: {key}")
+        assert_lines_equal(self, parse_lines(out), parse_lines(rout), 32,
+                           ("prompt_token_ids", "token_ids", "text", "finish_reason"),
+                           "two groups")
 
     def short_request(self, timeout_s=30):
         return self.generate(["--prompt", "hello there", "--max-tokens", "3", "--temperature", "0",

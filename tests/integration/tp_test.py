@@ -1,47 +1,60 @@
 #!/usr/bin/env python3
-"""Integration test of a tensor-parallel target worker group: `mpirun -np N
-tandem-worker` (N = 2, 3) behind a real tandem-coordinator, driven by
-`tandem generate`. In reference precision TP > 1 is token-identical to TP = 1,
-so 8 concurrent greedy requests must equal `tandem run --precision reference`
-line for line. Then SIGTERM to the coordinator and mpirun: every process
-(every rank) is gone within 15 s. Standard library only; every wait is
-bounded. Skipped when mpirun is missing or cannot start processes here.
+"""Proof test of the cluster's output at every tensor-parallel size: 64
+concurrent streaming greedy requests of mixed prompt lengths (4..200 tokens;
+token ids, text and chat) and mixed max_tokens (4..24) through a real
+tandem-coordinator in front of one target worker group — TP = 1 (one
+tandem-worker) and TP = 2 and 3 (`mpirun -np N tandem-worker`) — all complete,
+and each one's tokens, text and finish reason equal `tandem run --requests`
+(single process) token for token. One `tandem run` output is shared by the
+three sizes.
+
+Both sides run in reference precision (--precision reference: f32 weights
+and math), which makes TP > 1 bit-identical to TP = 1. Fast precision
+quantizes activations per rank, so a near-tie between two tokens may flip
+between TP sizes; it is compared with `tandem run` at TP = 1 in
+cluster_test.py instead.
+
+The requests go through stream_client (Inference.GenerateStream, one
+connection and thread each, all released together), so the test also checks
+that they really streamed (tokens arrived over several messages) and really
+ran concurrently (most were mid-generation at the same moment) — a server
+that answered at the end, or one request at a time, fails. Then SIGTERM to
+the coordinator and the worker group: every process (every rank) is gone
+within 15 s. Standard library only; every wait is bounded; ports are chosen
+by the OS. TP 2 and 3 are skipped when mpirun is missing or cannot start
+processes here.
 
 Env: TANDEM_WORKER_BIN, TANDEM_COORDINATOR_BIN, TANDEM_BIN, TANDEM_MODEL,
 MPIEXEC (the mpirun / mpiexec to use).
 """
-import json
 import os
 import shutil
 import signal
-import subprocess
-import tempfile
 import time
 import unittest
 
+from generation_check import (assert_lines_equal, jsonl, mixed_requests, parse_lines, run_cli,
+                              write_temp)
 from server_process import Server
+from stream_client import generate_concurrently, peak_in_flight
 
 WORKER = os.environ["TANDEM_WORKER_BIN"]
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
 BIN = os.environ["TANDEM_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]
 MPIEXEC = os.environ.get("MPIEXEC") or shutil.which("mpirun") or ""
+NUM_REQUESTS = 64
 STARTUP_TIMEOUT = 120
-TIMEOUT = 300
+RUN_TIMEOUT = 300      # `tandem run` of the whole request set
+STREAM_TIMEOUT = 240   # all 64 streams of one TP size
 EXIT_TIMEOUT = 15
+# Streaming: a request of at least this many tokens must get them in more
+# than one message (the server coalesces only what a slow reader left).
+MIN_TOKENS_TO_STREAM = 4
 # mpirun's messages when the sandbox cannot start MPI processes at all.
 LAUNCH_FAILURES = ("was unable to launch the specified application",
                    "There are not enough slots available",
                    "unable to reliably start one or more daemons")
-
-PROMPTS = ["Once upon a time", "The capital of France is", "def fib(n):",
-           "Hello, my name is", "1, 2, 3, 4,", "The quick brown fox",
-           "In the beginning", "Water boils at"]
-
-
-def run_cli(args):
-    p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=TIMEOUT)
-    return p.returncode, p.stdout, p.stderr
 
 
 def worker_pids(session):
@@ -60,51 +73,73 @@ def worker_pids(session):
     return pids
 
 
-@unittest.skipUnless(MPIEXEC and os.path.exists(MPIEXEC), "mpirun/mpiexec not found")
-class TensorParallelTest(unittest.TestCase):
-    def check_world(self, n):
+class TensorParallelProofTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.requests = mixed_requests(NUM_REQUESTS)
+        path = write_temp(jsonl(cls.requests))
+        try:
+            code, out, err = run_cli(BIN, ["run", "--model", MODEL, "--requests", path, "--json",
+                                           "--precision", "reference"], RUN_TIMEOUT)
+        finally:
+            os.unlink(path)
+        if code != 0:
+            raise AssertionError(f"tandem run failed ({code}): {err[-2000:]}")
+        cls.expected = parse_lines(out)
+
+    def start_workers(self, n):
+        """The worker group: one tandem-worker for n = 1, else mpirun -np n."""
+        worker_args = [WORKER, "--model", MODEL, "--port", "0", "--precision", "reference"]
+        if n == 1:
+            return Server(worker_args, "tandem-worker", startup_timeout=STARTUP_TIMEOUT)
+        if not (MPIEXEC and os.path.exists(MPIEXEC)):
+            self.skipTest("mpirun/mpiexec not found")
         env = dict(os.environ)
         env["OMPI_MCA_plm_rsh_agent"] = ""
         env["OMPI_MCA_mpi_yield_when_idle"] = "1"  # ranks waiting for a plan yield the core
-        worker = Server([MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(n),
-                         WORKER, "--model", MODEL, "--port", "0", "--precision", "reference",
-                         "--threads", "1"], "tandem-worker", env=env,
-                         startup_timeout=STARTUP_TIMEOUT, required=False)
-        session = worker.proc.pid  # start_new_session: mpirun leads its session
+        worker = Server([MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(n)] +
+                        worker_args + ["--threads", "1"], "tandem-worker", env=env,
+                        startup_timeout=STARTUP_TIMEOUT, required=False)
+        if worker.address is None:
+            worker.kill()
+            if any(m in worker.stderr() for m in LAUNCH_FAILURES):
+                self.skipTest(f"mpirun cannot start processes here: {worker.stderr()[-500:]}")
+            self.fail(f"TP={n} worker did not report its address within {STARTUP_TIMEOUT} s;"
+                      f" stderr: {worker.stderr()[-2000:]}")
+        return worker
+
+    def check_streams(self, n, results):
+        label = f"TP={n}"
+        for i, r in enumerate(results):
+            self.assertEqual(r.error, "", f"{label}: request {i + 1} failed")
+        assert_lines_equal(self, [r.as_line() for r in results], self.expected, NUM_REQUESTS,
+                           ("token_ids", "text", "finish_reason"), f"{label} GenerateStream")
+        long_enough = [r for r in results if len(r.token_ids) >= MIN_TOKENS_TO_STREAM]
+        streamed = [r for r in long_enough if len(r.token_times) >= 2]
+        self.assertGreater(len(long_enough), NUM_REQUESTS // 2)
+        # A server that sends everything at the end gives 0 here; allow a few
+        # coalesced ones on a loaded machine.
+        self.assertGreaterEqual(len(streamed), 0.9 * len(long_enough),
+                                f"{label}: only {len(streamed)} of {len(long_enough)} requests "
+                                f"of >= {MIN_TOKENS_TO_STREAM} tokens arrived in several messages")
+        # One request at a time gives 1 here.
+        peak = peak_in_flight(results)
+        self.assertGreaterEqual(peak, NUM_REQUESTS // 2,
+                                f"{label}: at most {peak} of {NUM_REQUESTS} requests were "
+                                f"mid-generation at one moment")
+        took = max(r.end_at for r in results) - min(r.sent_at for r in results)
+        print(f"{label}: {NUM_REQUESTS} streams in {took:.1f} s, {len(streamed)}/"
+              f"{len(long_enough)} streamed, peak in flight {peak}", flush=True)
+
+    def check_world(self, n):
+        worker = self.start_workers(n)
+        session = worker.proc.pid  # start_new_session: the worker (or mpirun) leads its session
         coordinator = None
         try:
-            if worker.address is None:
-                worker.kill()
-                if any(m in worker.stderr() for m in LAUNCH_FAILURES):
-                    self.skipTest(f"mpirun cannot start processes here: {worker.stderr()[-500:]}")
-                self.fail(f"TP={n} worker did not report its address within {STARTUP_TIMEOUT} s;"
-                          f" stderr: {worker.stderr()[-2000:]}")
             coordinator = Server([COORDINATOR, "--model", MODEL, "--worker", worker.address,
                                   "--port", "0"], "tandem-coordinator")
-            self.assertIsNotNone(coordinator.address,
-                                 f"coordinator did not start: {coordinator.stderr()[-2000:]}")
-
-            with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-                for i, p in enumerate(PROMPTS):
-                    f.write(json.dumps({"prompt": p, "max_tokens": 8 + i, "temperature": 0}) + "\n")
-                path = f.name
-            try:
-                code, out, err = run_cli(["generate", "--addr", coordinator.address, "--requests",
-                                          path, "--json", "--concurrency", "8"])
-                self.assertEqual(code, 0, f"generate failed: {err}")
-                rcode, rout, rerr = run_cli(["run", "--model", MODEL, "--requests", path,
-                                             "--json", "--precision", "reference"])
-                self.assertEqual(rcode, 0, f"run failed: {rerr}")
-            finally:
-                os.unlink(path)
-            got = [json.loads(line) for line in out.splitlines() if line.strip()]
-            want = [json.loads(line) for line in rout.splitlines() if line.strip()]
-            self.assertEqual(len(got), len(PROMPTS))
-            self.assertEqual(len(want), len(PROMPTS))
-            for i, (g, w) in enumerate(zip(got, want)):
-                self.assertTrue(g["token_ids"], f"TP={n} request {i + 1} generated nothing")
-                self.assertEqual(g["token_ids"], w["token_ids"],
-                                 f"TP={n} request {i + 1} differs from tandem run")
+            results = generate_concurrently(coordinator.port, self.requests, STREAM_TIMEOUT)
+            self.check_streams(n, results)
 
             start = time.monotonic()
             self.assertEqual(coordinator.terminate(EXIT_TIMEOUT), 0,
@@ -114,9 +149,11 @@ class TensorParallelTest(unittest.TestCase):
             # broadcasts SHUTDOWN; the others have SIGTERM blocked and exit on
             # it) but then exits 1 for having been signalled, so only a bounded
             # exit is required of mpirun; rank 0's clean stop is checked below.
-            self.assertIsNotNone(worker.terminate(left),
-                                 f"TP={n} mpirun did not exit within {EXIT_TIMEOUT} s; "
-                                 f"stderr: {worker.stderr()[-2000:]}")
+            code = worker.terminate(left)
+            self.assertIsNotNone(code, f"TP={n} worker group did not exit within "
+                                       f"{EXIT_TIMEOUT} s; stderr: {worker.stderr()[-2000:]}")
+            if n == 1:
+                self.assertEqual(code, 0, worker.stderr()[-2000:])
             while worker_pids(session) and time.monotonic() - start < EXIT_TIMEOUT:
                 time.sleep(0.2)
             self.assertEqual(worker_pids(session), [],
@@ -134,6 +171,9 @@ class TensorParallelTest(unittest.TestCase):
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+    def test_tp1_equals_run(self):
+        self.check_world(1)
 
     def test_tp2_equals_run(self):
         self.check_world(2)
