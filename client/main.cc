@@ -70,7 +70,8 @@ ABSL_FLAG(int32_t, num_beam_groups, 1, "Diverse beam search: groups of beams");
 ABSL_FLAG(double, diversity_penalty, 0.0, "Diverse beam search: Hamming diversity penalty");
 ABSL_FLAG(std::string, speculative, "",
           "run: speculative decoding with an in-process draft: ngram, layer-skip:L or "
-          "model[:PATH] (default: off)");
+          "model[:PATH] (default: off); up: the draft worker's kind (default ngram, or model "
+          "with --draft-model)");
 ABSL_FLAG(std::string, num_speculative_tokens, "auto",
           "run: draft tokens per speculative round, N or auto (adaptive)");
 ABSL_FLAG(bool, do_sample, false,
@@ -181,6 +182,12 @@ int Up(const std::vector<std::string>& args) {
   } else {
     tandem::client::SetDraftModel(absl::GetFlag(FLAGS_draft_model), &u);
   }
+  if (!absl::GetFlag(FLAGS_speculative).empty()) {
+    u.speculative = absl::GetFlag(FLAGS_speculative);
+  } else if (given.contains("draft_model") && u.draft) {
+    u.speculative = "model";  // a draft model was named: draft with it
+  }
+  u.num_speculative_tokens = absl::GetFlag(FLAGS_num_speculative_tokens);
   if (const std::string config = absl::GetFlag(FLAGS_config); !config.empty()) {
     std::set<std::string> keep;
     for (const std::string& flag : given) {

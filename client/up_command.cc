@@ -235,7 +235,7 @@ int UpCommand(const UpOptions& o) {
   if (o.draft) {
     std::vector<std::string> draft_argv = {
         draft_bin, "--model", o.draft_model.empty() ? o.model : o.draft_model,
-        "--host", "127.0.0.1", "--port", "0"};
+        "--host", "127.0.0.1", "--port", "0", "--speculative", o.speculative};
     draft_argv.insert(draft_argv.end(), o.draft_args.begin(), o.draft_args.end());
     absl::StatusOr<std::unique_ptr<ChildProcess>> d = Launch(draft_argv);
     if (!d.ok()) {
@@ -261,7 +261,9 @@ int UpCommand(const UpOptions& o) {
     }
     coordinator_argv.insert(coordinator_argv.end(), {"--draft", *address});
   }
-  coordinator_argv.insert(coordinator_argv.end(), {"--port", absl::StrFormat("%d", o.port)});
+  coordinator_argv.insert(coordinator_argv.end(), {"--port", absl::StrFormat("%d", o.port),
+                                                   "--num-speculative-tokens",
+                                                   o.num_speculative_tokens});
   coordinator_argv.insert(coordinator_argv.end(), o.coordinator_args.begin(),
                           o.coordinator_args.end());
   std::string coordinator_address;

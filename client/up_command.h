@@ -30,6 +30,11 @@ struct UpOptions {
   bool draft = true;              // start one tandem-draft
   std::string draft_model;        // the draft's GGUF model; "" = `model`
   std::vector<std::string> worker_args;       // appended to tandem-worker's flags
+  // The draft worker's kind (tandem-draft --speculative): "ngram" (default:
+  // cheap, no model), "layer-skip:L" or "model" (draft_model, or the target
+  // itself); and the coordinator's --num-speculative-tokens (N or auto).
+  std::string speculative = "ngram";
+  std::string num_speculative_tokens = "auto";
   std::vector<std::string> draft_args;        // appended to tandem-draft's flags
   std::vector<std::string> coordinator_args;  // appended to tandem-coordinator's flags
 };
