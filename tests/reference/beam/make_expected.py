@@ -13,7 +13,7 @@ early_stopping {True, False, "never"}, plus num_return_sequences > 1,
 min_new_tokens and diverse (group) beam search cases.
 
 Usage (after scripts/setup-reference-venv.sh and a build):
-  tests/reference/.venv/bin/python tests/reference/beam/make_expected.py \
+  tests/reference/.venv-hf/bin/python tests/reference/beam/make_expected.py \
       [--model models/SmolLM2-135M-Instruct.Q4_1.gguf] [--tandem build/bin/tandem]
 """
 import argparse
