@@ -137,10 +137,14 @@ def field(msg, number, default=0):
 class DiscoveryTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # Cleanups run even when setUpClass fails half-way (tearDownClass
+        # would not), so no server outlives the test.
+        cls.servers = []
+        cls.addClassCleanup(cls.stop_servers)
         cls.dns = DnsServer()
+        cls.addClassCleanup(cls.dns.stop)
         cls.port = free_port_on(["127.0.0.1", "127.0.0.2"])
         cls.draft_port = free_port_on(["127.0.0.1"])
-        cls.servers = []
         worker_flags = ["--model", MODEL, "--port", str(cls.port), "--threads", "1",
                         "--kv-blocks", "512"]
         cls.w1 = cls.start([WORKER, "--host", "127.0.0.1"] + worker_flags, "tandem-worker")
@@ -155,6 +159,7 @@ class DiscoveryTest(unittest.TestCase):
              "--draft", f"{resolver}/drafts.test:{cls.draft_port}", "--resolve-interval-ms",
              "200"], "tandem-coordinator")
         cls.tmp = tempfile.TemporaryDirectory()
+        cls.addClassCleanup(cls.tmp.cleanup)
 
     @classmethod
     def start(cls, args, name):
@@ -163,12 +168,10 @@ class DiscoveryTest(unittest.TestCase):
         return server
 
     @classmethod
-    def tearDownClass(cls):
+    def stop_servers(cls):
         for s in reversed(cls.servers):
             if s.terminate(15) is None:
                 s.kill()
-        cls.dns.stop()
-        cls.tmp.cleanup()
 
     def wait_for(self, what, predicate):
         """Polls ModelInfo until predicate(groups, drafts) holds (bounded)."""
