@@ -49,6 +49,21 @@ void Scheduler::ProposeDrafts() {
 
   std::vector<DraftRequest> requests;
   std::vector<Sequence*> asking;
+  // Auto gamma before the draft's cost is known: one sequence probes the
+  // draft (gamma >= 1), the same one while it can, so the draft pays one
+  // prompt prefill and the next calls measure its steady cost.
+  const bool probing = speculation_.num_speculative_tokens == 0 &&
+                       !gamma_controller_.draft_cost_known();
+  Sequence* probe = nullptr;
+  if (probing) {
+    for (Sequence* seq : running_) {
+      if (!seq->speculate || seq->finished || seq->beam || seq->fork_parent ||
+          seq->num_computed != static_cast<int32_t>(seq->tokens.size()) - 1) {
+        continue;
+      }
+      if (probe == nullptr || (seq->draft_len > 0 && probe->draft_len == 0)) probe = seq;
+    }
+  }
   for (Sequence* seq : running_) {
     seq->drafts.clear();
     seq->draft_probs.clear();
@@ -60,10 +75,12 @@ void Scheduler::ProposeDrafts() {
     const int32_t generated = len - seq->prompt_len;
     const int32_t room = std::min(r->request.params.max_tokens - generated,
                                   group_->info().context_length - len) - 1;
+    if (probing && seq != probe) continue;
     int32_t gamma = r->request.num_speculative_tokens.value_or(speculation_.num_speculative_tokens);
     if (gamma == 0) {
       gamma = gamma_controller_.Choose(seq->acceptance, std::max<int64_t>(1, batch_tokens),
                                        std::max<int64_t>(1, batch_sequences));
+      if (probing) gamma = std::max(gamma, 1);
     }
     gamma = std::min(gamma, room);
     if (gamma < 1) continue;
@@ -79,12 +96,24 @@ void Scheduler::ProposeDrafts() {
     asking.push_back(seq);
   }
   if (requests.empty()) return;
+  TANDEM_LOG(kVerbose, "speculation: %d sequences, gamma %d, cost %.2f + %.3f/token ms, draft %.3f ms/position, prior acceptance %.2f",
+             requests.size(), requests[0].gamma, gamma_controller_.fixed_ms(),
+             gamma_controller_.per_token_ms(), gamma_controller_.draft_ms_per_position(),
+             gamma_controller_.prior_acceptance());
   const absl::Time propose_start = absl::Now();
   std::vector<DraftProposal> proposals = draft_pool_->Propose(requests);
   int32_t positions = 0;
-  for (const DraftRequest& d : requests) positions = std::max(positions, d.gamma);
-  gamma_controller_.ObserveDraft(positions,
-                                 absl::ToDoubleMilliseconds(absl::Now() - propose_start));
+  bool prefill = false;
+  for (const DraftRequest& d : requests) {
+    positions = std::max(positions, d.gamma);
+    // Steady state feeds the draft the last round's accepted tokens and
+    // the correction; more means a prompt (a new or restarted sequence).
+    prefill |= static_cast<int32_t>(d.new_tokens.size()) > d.gamma + 1;
+  }
+  if (!prefill) {
+    gamma_controller_.ObserveDraft(positions,
+                                   absl::ToDoubleMilliseconds(absl::Now() - propose_start));
+  }
   for (size_t i = 0; i < asking.size(); ++i) {
     Sequence* seq = asking[i];
     DraftProposal& p = proposals[i];

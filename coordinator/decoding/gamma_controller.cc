@@ -32,15 +32,23 @@ void GammaController::ObserveDraft(int32_t positions, double ms) {
   draft_seen_ = true;
 }
 
+bool GammaController::SlopeIdentified() const {
+  return w_ >= 3.0 && w_ * wxx_ - wx_ * wx_ > 1e-9 * w_ * w_;
+}
+
 double GammaController::per_token_ms() const {
-  const double var = w_ * wxx_ - wx_ * wx_;
-  // Too few steps, or all of one size: the slope is not identified yet.
-  if (w_ < 3.0 || var <= 1e-9 * w_ * w_) return config_.prior_per_token_ms;
-  return std::max(0.0, (w_ * wxy_ - wx_ * wy_) / var);
+  if (SlopeIdentified()) {
+    return std::max(0.0, (w_ * wxy_ - wx_ * wy_) / (w_ * wxx_ - wx_ * wx_));
+  }
+  // Steps of one size only (a single stream decoding): assume small steps
+  // are latency-bound, the extra token costing 1/16 of the mean step, so
+  // speculation gets tried and the steps it makes identify the slope.
+  if (w_ > 0.0) return (wy_ / w_) / 16.0;
+  return config_.prior_per_token_ms;
 }
 
 double GammaController::fixed_ms() const {
-  if (w_ < 3.0) return config_.prior_fixed_ms;
+  if (w_ <= 0.0) return config_.prior_fixed_ms;
   const double b = per_token_ms();
   return std::max(0.0, (wy_ - b * wx_) / w_);
 }
@@ -53,12 +61,15 @@ int32_t GammaController::Choose(double alpha, int64_t batch_tokens,
   if (!(step > 0.0)) return config_.max_gamma;
   const double s = static_cast<double>(std::max<int64_t>(1, batch_sequences));
   int32_t best = 0;
-  double best_gain = 1.0;  // plain decoding
+  // Plain decoding, plus a margin: the linear cost model misses per-token
+  // costs of verification (logits and sampling of every position), so a
+  // predicted gain under 5% is not worth it.
+  double best_gain = 1.05;
   for (int32_t g = 1; g <= config_.max_gamma; ++g) {
     const double gain =
         (s - 1.0 + ExpectedTokensPerRound(alpha, g)) / s * step / (step + g * (b + draft_ms_));
     // A deeper round must pay for itself clearly (noise in alpha and beta).
-    if (gain > best_gain * 1.02) {
+    if (gain > best_gain * 1.02 || (best == 0 && gain > best_gain)) {
       best = g;
       best_gain = gain;
     }

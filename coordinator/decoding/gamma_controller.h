@@ -31,7 +31,8 @@ struct GammaControllerConfig {
   double prior_acceptance = 0.6;    // alpha before a sequence has history
   double acceptance_decay = 0.8;    // weight of the old alpha per round
   double cost_decay = 0.95;         // weight of old steps in the cost fit
-  // Cost fit before enough steps were seen: a + b*n with these.
+  // Cost model before any step was seen: a + b*n with these. (After one
+  // size of step only, b is taken as 1/16 of the mean step.)
   double prior_fixed_ms = 10.0;
   double prior_per_token_ms = 1.0;
 };
@@ -47,10 +48,16 @@ class GammaController {
   // Records one step's forward: `num_tokens` computed in `forward_ms`.
   void ObserveStep(int64_t num_tokens, double forward_ms);
   // Records one Propose call that drafted up to `positions` tokens per
-  // sequence in `ms` (the scheduler waits for it before the step).
+  // sequence in `ms` (the scheduler waits for it before the step). Only
+  // steady-state calls count: a call that also fed the draft a prompt
+  // (prefill) would overstate the cost of drafting.
   void ObserveDraft(int32_t positions, double ms);
   // Milliseconds per drafted position (exponential moving average).
   double draft_ms_per_position() const { return draft_ms_; }
+  // False until a steady-state Propose was observed: until then the
+  // scheduler lets one sequence probe the draft instead of paying the
+  // draft's prefill for every sequence on a guess.
+  bool draft_cost_known() const { return draft_seen_; }
 
   // The step cost model: fixed and per-token milliseconds (both >= 0).
   double fixed_ms() const;
@@ -70,6 +77,9 @@ class GammaController {
   double prior_acceptance() const { return global_acceptance_; }
 
  private:
+  // True once the steps seen vary in size enough to fit the slope.
+  bool SlopeIdentified() const;
+
   GammaControllerConfig config_;
   // Exponentially weighted sums for the least-squares fit ms = a + b*n.
   double w_ = 0, wx_ = 0, wy_ = 0, wxx_ = 0, wxy_ = 0;
