@@ -429,22 +429,27 @@ void Scheduler::Preempt(Sequence* seq) {
   ++stats_.num_preemptions;
 }
 
-void Scheduler::ForkChildren(Sequence* parent) {
+void Scheduler::ForkInKv(Sequence* parent, Sequence* child) {
   RequestState* r = parent->request;
-  for (auto& child : r->completions) {
+  child->id = NextSeqId();
+  kv_->Fork(parent->id, child->id);
+  child->in_kv = true;
+  child->num_computed = parent->num_computed;
+  running_.push_back(child);
+  worker::NewSequence ns;
+  ns.id = child->id;
+  ns.prompt_tokens.assign(child->tokens.begin(), child->tokens.begin() + child->prompt_len);
+  ns.output_tokens.assign(child->tokens.begin() + child->prompt_len, child->tokens.end());
+  ns.params = r->request.params;
+  ns.seed = r->seed;
+  ns.stream = static_cast<uint64_t>(std::max(0, child->index));
+  pending_new_.push_back(std::move(ns));
+}
+
+void Scheduler::ForkChildren(Sequence* parent) {
+  for (auto& child : parent->request->completions) {
     if (child->finished) continue;  // cancelled meanwhile
-    child->id = NextSeqId();
-    kv_->Fork(parent->id, child->id);
-    child->in_kv = true;
-    child->num_computed = parent->num_computed;
-    running_.push_back(child.get());
-    worker::NewSequence ns;
-    ns.id = child->id;
-    ns.prompt_tokens = child->tokens;
-    ns.params = r->request.params;
-    ns.seed = r->seed;
-    ns.stream = static_cast<uint64_t>(child->index);
-    pending_new_.push_back(std::move(ns));
+    ForkInKv(parent, child.get());
   }
   ReleaseSequence(parent);
 }

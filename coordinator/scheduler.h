@@ -128,6 +128,9 @@ class Scheduler {
   void AddStep(worker::StepPlan& plan, Sequence* seq, int32_t num_new);
   void Preempt(Sequence* seq);
   void ForkChildren(Sequence* parent);
+  // Gives `child` (same tokens as `parent`) a new id sharing the parent's
+  // KV blocks copy-on-write, runs it, and announces it to the worker.
+  void ForkInKv(Sequence* parent, Sequence* child);
   void OnSampled(Sequence* seq, const sampling::SampleResult& sample);
   void FinishSequence(Sequence* seq, FinishReason reason);
   void FailRequest(RequestState* request, const std::string& error);

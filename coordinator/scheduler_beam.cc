@@ -75,19 +75,7 @@ void Scheduler::AdvanceBeams(RequestState* r) {
     } else {
       std::unique_ptr<Sequence> child = MakeBeamSequence(r, parent->tokens);
       if (parent->in_kv) {
-        child->id = NextSeqId();
-        kv_->Fork(parent->id, child->id);
-        child->in_kv = true;
-        child->num_computed = parent->num_computed;
-        running_.push_back(child.get());
-        worker::NewSequence ns;
-        ns.id = child->id;
-        ns.prompt_tokens = r->request.prompt_tokens;
-        ns.output_tokens.assign(child->tokens.begin() + child->prompt_len, child->tokens.end());
-        ns.params = r->request.params;
-        ns.seed = r->seed;
-        ns.stream = static_cast<uint64_t>(child->index);
-        pending_new_.push_back(std::move(ns));
+        ForkInKv(parent, child.get());
       } else {
         // The parent was preempted: the child recomputes from the waiting queue.
         child->in_waiting = true;

@@ -112,50 +112,11 @@ int32_t ModelProposer::Length(SeqId seq) const {
 }
 
 absl::Status ModelProposer::Validate(std::span<const ProposeInput> inputs) const {
-  const int32_t vocab = model_->config().vocab_size;
-  const int32_t context = model_->config().context_length;
-  absl::flat_hash_set<SeqId> seen;
+  RETURN_IF_ERROR(ValidateProposeInputs(inputs, *this));
   for (const ProposeInput& in : inputs) {
-    const int64_t id = in.seq.value();
-    if (!seen.insert(in.seq).second) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("sequence %d is listed twice: at most one entry per sequence", id));
-    }
-    const int32_t length = Length(in.seq);
-    if (in.start_pos != length) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "sequence %d: start_pos %d does not match the %d tokens the draft holds", id,
-          in.start_pos, length));
-    }
-    if (in.new_tokens.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("sequence %d: new_tokens is empty: must hold >= 1 token", id));
-    }
-    if (in.gamma < 1) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "sequence %d: num_draft_tokens %d is out of range: must be >= 1", id, in.gamma));
-    }
-    for (int32_t t : in.new_tokens) {
-      if (t < 0 || t >= vocab) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "sequence %d: token %d is out of range: must be in [0, %d)", id, t, vocab));
-      }
-    }
-    const int64_t end = static_cast<int64_t>(in.start_pos) + in.new_tokens.size();
-    if (end > context) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "sequence %d: %d tokens exceed the draft's context length %d", id, end, context));
-    }
     if (in.params == nullptr && !seqs_.contains(in.seq)) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "sequence %d: sampling params are required on the first Propose", id));
-    }
-    if (in.params != nullptr) {
-      absl::Status valid = sampling::ValidateSamplingParams(*in.params, vocab);
-      if (!valid.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("sequence %d: %s", id, valid.message()));
-      }
+          "sequence %d: sampling params are required on the first Propose", in.seq.value()));
     }
   }
   return absl::OkStatus();

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace tandem::draft {
 namespace {
@@ -73,48 +74,9 @@ int32_t NgramProposer::Length(SeqId seq) const {
 }
 
 absl::Status NgramProposer::Validate(std::span<const ProposeInput> inputs) const {
-  absl::flat_hash_set<SeqId> seen;
+  RETURN_IF_ERROR(ValidateProposeInputs(inputs, *this));
   int32_t num_new = 0;
   for (const ProposeInput& in : inputs) {
-    const int64_t id = in.seq.value();
-    if (!seen.insert(in.seq).second) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("sequence %d is listed twice: at most one entry per sequence", id));
-    }
-    const int32_t length = Length(in.seq);
-    if (in.start_pos != length) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "sequence %d: start_pos %d does not match the %d tokens the draft holds", id,
-          in.start_pos, length));
-    }
-    if (in.new_tokens.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("sequence %d: new_tokens is empty: must hold >= 1 token", id));
-    }
-    if (in.gamma < 1) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "sequence %d: num_draft_tokens %d is out of range: must be >= 1", id, in.gamma));
-    }
-    for (int32_t t : in.new_tokens) {
-      if (t < 0 || t >= config_.vocab_size) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "sequence %d: token %d is out of range: must be in [0, %d)", id, t,
-            config_.vocab_size));
-      }
-    }
-    const int64_t end = static_cast<int64_t>(in.start_pos) + in.new_tokens.size();
-    if (end > config_.context_length) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "sequence %d: %d tokens exceed the draft's context length %d", id, end,
-          config_.context_length));
-    }
-    if (in.params != nullptr) {
-      absl::Status valid = sampling::ValidateSamplingParams(*in.params, config_.vocab_size);
-      if (!valid.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("sequence %d: %s", id, valid.message()));
-      }
-    }
     if (!seqs_.contains(in.seq)) ++num_new;
   }
   const int64_t held = static_cast<int64_t>(seqs_.size());

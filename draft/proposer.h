@@ -131,6 +131,13 @@ class Proposer {
   virtual const ProposeStats& last_stats() const = 0;
 };
 
+// The checks every proposer makes of a batch before changing any state:
+// each sequence listed once, start_pos equal to the length `proposer`
+// holds, new_tokens non-empty and in [0, vocab_size), gamma >= 1, the
+// context length respected, sampling params valid when given.
+// InvalidArgument naming the sequence, the value and the limit.
+absl::Status ValidateProposeInputs(std::span<const ProposeInput> inputs, const Proposer& proposer);
+
 }  // namespace tandem::draft
 
 #endif  // TANDEM_DRAFT_PROPOSER_H_

@@ -12,6 +12,7 @@
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
 #include "gtest/gtest.h"
+#include "tests/unit/coordinator/default_model_test.h"
 #include "tests/unit/model/model_test_util.h"
 
 namespace tandem::coordinator {
@@ -27,21 +28,8 @@ class Finished : public RequestObserver {
   int num_replacements = 0;
 };
 
-class BeamSchedulerTest : public ::testing::Test {
+class BeamSchedulerTest : public testing::DefaultModelTest {
  protected:
-  static void SetUpTestSuite() {
-    auto m = model::Model::Load(testing::DefaultModelPath(), {});
-    ASSERT_TRUE(m.ok()) << m.status();
-    model_ = m->release();
-    auto vocab = tokenizer::LoadVocabFromGguf(model_->file());
-    ASSERT_TRUE(vocab.ok()) << vocab.status();
-    tokenizer_ = tokenizer::Tokenizer::Create(*vocab)->release();
-  }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    delete model_;
-  }
-
   void SetUp() override {
     worker::StepExecutorConfig ec;
     ec.num_blocks = 1024;
@@ -78,8 +66,6 @@ class BeamSchedulerTest : public ::testing::Test {
     return peak;
   }
 
-  static inline model::Model* model_ = nullptr;
-  static inline tokenizer::Tokenizer* tokenizer_ = nullptr;
   std::unique_ptr<LocalWorkerGroup> group_;
   Finished finished_;
   std::unique_ptr<Scheduler> scheduler_;

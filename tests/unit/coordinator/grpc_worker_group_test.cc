@@ -18,6 +18,7 @@
 #include "engine/tokenizer/vocab.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/unit/coordinator/default_model_test.h"
 #include "tests/unit/model/model_test_util.h"
 #include "worker/worker_service.h"
 
@@ -62,21 +63,8 @@ struct Server {
   int port = 0;
 };
 
-class GrpcWorkerGroupTest : public ::testing::Test {
+class GrpcWorkerGroupTest : public testing::DefaultModelTest {
  protected:
-  static void SetUpTestSuite() {
-    auto m = model::Model::Load(testing::DefaultModelPath(), {});
-    ASSERT_TRUE(m.ok()) << m.status();
-    model_ = m->release();
-    auto vocab = tokenizer::LoadVocabFromGguf(model_->file());
-    ASSERT_TRUE(vocab.ok()) << vocab.status();
-    tokenizer_ = tokenizer::Tokenizer::Create(*vocab)->release();
-  }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    delete model_;
-  }
-
   static worker::StepExecutorConfig ExecutorConfig() {
     worker::StepExecutorConfig ec;
     ec.num_blocks = kNumBlocks;
@@ -121,12 +109,8 @@ class GrpcWorkerGroupTest : public ::testing::Test {
     return r;
   }
 
-  static model::Model* model_;
-  static tokenizer::Tokenizer* tokenizer_;
 };
 
-model::Model* GrpcWorkerGroupTest::model_ = nullptr;
-tokenizer::Tokenizer* GrpcWorkerGroupTest::tokenizer_ = nullptr;
 
 TEST_F(GrpcWorkerGroupTest, SchedulerOverGrpcMatchesLocal) {
   const std::string shared =

@@ -11,6 +11,7 @@
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
 #include "gtest/gtest.h"
+#include "tests/unit/coordinator/default_model_test.h"
 #include "tests/unit/model/model_test_util.h"
 
 namespace tandem::coordinator {
@@ -42,21 +43,8 @@ struct Harness {
   std::unique_ptr<Scheduler> scheduler;
 };
 
-class SchedulerTest : public ::testing::Test {
+class SchedulerTest : public testing::DefaultModelTest {
  protected:
-  static void SetUpTestSuite() {
-    auto m = model::Model::Load(testing::DefaultModelPath(), {});
-    ASSERT_TRUE(m.ok()) << m.status();
-    model_ = m->release();
-    auto vocab = tokenizer::LoadVocabFromGguf(model_->file());
-    ASSERT_TRUE(vocab.ok()) << vocab.status();
-    tokenizer_ = tokenizer::Tokenizer::Create(*vocab)->release();
-  }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    delete model_;
-  }
-
   // Runs `requests` to completion on a fresh group with `num_blocks` blocks.
   std::map<int64_t, RequestOutput> Run(std::vector<GenerateRequest> requests,
                                        int32_t num_blocks = 1024, SchedulerConfig config = {},
@@ -105,12 +93,8 @@ class SchedulerTest : public ::testing::Test {
     return rs;
   }
 
-  static model::Model* model_;
-  static tokenizer::Tokenizer* tokenizer_;
 };
 
-model::Model* SchedulerTest::model_ = nullptr;
-tokenizer::Tokenizer* SchedulerTest::tokenizer_ = nullptr;
 
 TEST_F(SchedulerTest, BatchedEqualsAloneGreedyAndSeeded) {
   for (float temperature : {0.0f, 0.9f}) {

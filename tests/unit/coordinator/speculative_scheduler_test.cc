@@ -12,6 +12,7 @@
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
 #include "gtest/gtest.h"
+#include "tests/unit/coordinator/default_model_test.h"
 #include "tests/unit/model/model_test_util.h"
 
 namespace tandem::coordinator {
@@ -24,21 +25,8 @@ class Outputs : public RequestObserver {
   std::map<int64_t, RequestOutput> outputs;
 };
 
-class SpeculativeSchedulerTest : public ::testing::Test {
+class SpeculativeSchedulerTest : public testing::DefaultModelTest {
  protected:
-  static void SetUpTestSuite() {
-    auto m = model::Model::Load(testing::DefaultModelPath(), {});
-    ASSERT_TRUE(m.ok()) << m.status();
-    model_ = m->release();
-    auto vocab = tokenizer::LoadVocabFromGguf(model_->file());
-    ASSERT_TRUE(vocab.ok()) << vocab.status();
-    tokenizer_ = tokenizer::Tokenizer::Create(*vocab)->release();
-  }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    delete model_;
-  }
-
   // A scheduler over `num_blocks` KV blocks with an n-gram draft (gamma 4).
   void Start(int32_t num_blocks) {
     worker::StepExecutorConfig ec;
@@ -80,8 +68,6 @@ class SpeculativeSchedulerTest : public ::testing::Test {
     ASSERT_FALSE(scheduler_->HasWork());
   }
 
-  static inline model::Model* model_ = nullptr;
-  static inline tokenizer::Tokenizer* tokenizer_ = nullptr;
   std::unique_ptr<LocalWorkerGroup> group_;
   std::unique_ptr<LocalDraftPool> pool_;
   Outputs out_;
