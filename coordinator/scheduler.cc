@@ -380,7 +380,32 @@ absl::StatusOr<bool> Scheduler::Step() {
           res.id.value());
     Sequence* seq = it->second;
     if (seq->finished) continue;
-    if (seq->num_step_drafts > 0) {
+    if (seq->beam && seq->num_step_drafts > 0) {
+      // Speculative beam search: the candidates after the token now, those
+      // after each draft for the beam steps that follow the draft.
+      const int32_t g = seq->num_step_drafts;
+      seq->draft_base = static_cast<int32_t>(seq->tokens.size());
+      seq->proposed.assign(seq->drafts.begin(), seq->drafts.begin() + g);
+      seq->spec_drafts = seq->proposed;
+      seq->draft_candidates.clear();
+      for (const auto& row : res.draft_beam_candidates) {
+        std::vector<BeamCandidate>& out = seq->draft_candidates.emplace_back();
+        for (const sampling::BeamToken& t : row) out.push_back({t.token, t.score, t.key});
+      }
+      if (static_cast<int32_t>(seq->draft_candidates.size()) != g) {
+        seq->spec_drafts.clear();  // a worker without rows: no shortcut
+        seq->draft_candidates.clear();
+        kv_->Truncate(seq->id, seq->num_computed);
+      }
+      ++stats_.num_speculative_rounds;
+      stats_.num_draft_tokens += g;
+      ++seq->request->num_speculative_rounds;
+      seq->request->num_draft_tokens += g;
+      seq->drafts.clear();
+      seq->draft_probs.clear();
+      seq->num_step_drafts = 0;
+      OnSampled(seq, res.sample);
+    } else if (seq->num_step_drafts > 0) {
       FoldVerification(seq, res);
     } else {
       OnSampled(seq, res.sample);

@@ -143,6 +143,9 @@ class Scheduler {
   // Runs the request's beam step once every running beam has candidates:
   // forks, continues and releases beam sequences, or finishes the request.
   void AdvanceBeams(RequestState* r);
+  // Once the beams of a speculative round left their drafts: counts what
+  // was followed and rolls each draft back to it.
+  void RollBackBeamDrafts(RequestState* r);
   // Speculative decoding (scheduler_speculative.cc): asks the draft pool
   // for this step's proposals of the decoding sequences that speculate.
   void ProposeDrafts();

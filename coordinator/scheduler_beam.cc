@@ -18,6 +18,8 @@ std::unique_ptr<Scheduler::Sequence> Scheduler::MakeBeamSequence(RequestState* r
   s->tokens = std::move(tokens);
   s->prompt_len = static_cast<int32_t>(r->request.prompt_tokens.size());
   s->beam = true;
+  s->speculate = draft_pool_ != nullptr && r->request.num_speculative_tokens.value_or(1) != 0;
+  s->acceptance = gamma_controller_.prior_acceptance();
   return s;
 }
 
@@ -45,56 +47,118 @@ void Scheduler::AdmitBeamSearch(RequestState* r) {
 }
 
 void Scheduler::AdvanceBeams(RequestState* r) {
-  for (const auto& b : r->beams) {
-    if (!b->has_candidates) return;  // some beam has not run this round yet
-  }
-  std::vector<std::vector<BeamCandidate>> candidates;
-  for (auto& b : r->beams) {
-    candidates.push_back(std::move(b->candidates));
-    b->candidates.clear();
-    b->has_candidates = false;
-  }
-  const std::vector<BeamMove> moves = r->beam->Step(candidates);
-  stats_.num_generated_tokens += static_cast<int64_t>(candidates.size());
-  if (r->beam->done()) {
-    FinishBeamSearch(r, FinishReason::kNone);
-    return;
-  }
-  // Each move continues its parent: the first reuses the parent's sequence,
-  // later ones fork it (copy-on-write KV) before any of them appends.
-  std::vector<std::unique_ptr<Sequence>> old = std::move(r->beams);
-  std::vector<Sequence*> parents;
-  for (const auto& b : old) parents.push_back(b.get());
-  std::vector<bool> reused(old.size(), false);
-  std::vector<int32_t> appended;
-  for (const BeamMove& m : moves) {
-    Sequence* parent = parents[m.parent];
-    if (!reused[m.parent]) {
-      reused[m.parent] = true;
-      r->beams.push_back(std::move(old[m.parent]));
-    } else {
+  // Each pass is one beam step. With speculation a beam that continues
+  // along its draft already has its next candidates (the worker computed
+  // them after each draft token), so passes repeat without a forward while
+  // every running beam has them.
+  while (true) {
+    for (const auto& b : r->beams) {
+      if (!b->has_candidates) {
+        RollBackBeamDrafts(r);
+        return;  // some beam needs a forward first
+      }
+    }
+    std::vector<std::vector<BeamCandidate>> candidates;
+    for (auto& b : r->beams) {
+      candidates.push_back(std::move(b->candidates));
+      b->candidates.clear();
+      b->has_candidates = false;
+    }
+    const std::vector<BeamMove> moves = r->beam->Step(candidates);
+    stats_.num_generated_tokens += static_cast<int64_t>(candidates.size());
+    if (r->beam->done()) {
+      FinishBeamSearch(r, FinishReason::kNone);
+      return;
+    }
+    // The first move of a parent reuses its sequence, later ones fork it
+    // (copy-on-write KV, draft K/V included) before any of them changes.
+    std::vector<std::unique_ptr<Sequence>> old = std::move(r->beams);
+    std::vector<Sequence*> parents;
+    for (const auto& b : old) parents.push_back(b.get());
+    std::vector<bool> reused(old.size(), false);
+    std::vector<int64_t> announced;  // index into pending_new_, or -1
+    for (const BeamMove& m : moves) {
+      Sequence* parent = parents[m.parent];
+      if (!reused[m.parent]) {
+        reused[m.parent] = true;
+        r->beams.push_back(std::move(old[m.parent]));
+        announced.push_back(-1);
+        continue;
+      }
       std::unique_ptr<Sequence> child = MakeBeamSequence(r, parent->tokens);
+      child->spec_drafts = parent->spec_drafts;
+      child->draft_candidates = parent->draft_candidates;
       if (parent->in_kv) {
         ForkInKv(parent, child.get());
+        announced.push_back(static_cast<int64_t>(pending_new_.size()) - 1);
       } else {
         // The parent was preempted: the child recomputes from the waiting queue.
+        child->spec_drafts.clear();
+        child->draft_candidates.clear();
         child->in_waiting = true;
         auto pos = std::upper_bound(
             waiting_.begin(), waiting_.end(), child.get(),
             [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
         waiting_.insert(pos, child.get());
+        announced.push_back(-1);
       }
       r->beams.push_back(std::move(child));
     }
-    appended.push_back(m.token);
+    for (size_t i = 0; i < r->beams.size(); ++i) {
+      Sequence* b = r->beams[i].get();
+      const int32_t token = moves[i].token;
+      b->tokens.push_back(token);
+      if (!b->spec_drafts.empty() && b->spec_drafts.front() == token && b->in_kv) {
+        // Along the draft: the token's K/V and the candidates after it exist.
+        ++b->num_computed;
+        b->candidates = std::move(b->draft_candidates.front());
+        b->has_candidates = true;
+        b->spec_drafts.erase(b->spec_drafts.begin());
+        b->draft_candidates.erase(b->draft_candidates.begin());
+        if (announced[i] >= 0) pending_new_[announced[i]].output_tokens.push_back(token);
+      } else if (!b->spec_drafts.empty()) {
+        // Off the draft: drop the K/V computed for the rest of it.
+        b->spec_drafts.clear();
+        b->draft_candidates.clear();
+        if (b->in_kv) kv_->Truncate(b->id, b->num_computed);
+      }
+    }
+    for (auto& b : old) {
+      if (b == nullptr) continue;  // reused
+      ReleaseSequence(b.get());
+      retired_.push_back(std::move(b));
+    }
+    EmitBestBeam(r, FinishReason::kNone);
   }
-  for (size_t i = 0; i < r->beams.size(); ++i) r->beams[i]->tokens.push_back(appended[i]);
-  for (auto& b : old) {
-    if (b == nullptr) continue;  // reused
-    ReleaseSequence(b.get());
-    retired_.push_back(std::move(b));
+}
+
+void Scheduler::RollBackBeamDrafts(RequestState* r) {
+  for (auto& b : r->beams) {
+    Sequence* seq = b.get();
+    if (seq->proposed.empty()) continue;
+    // How far the beam's tokens followed what was proposed.
+    int32_t matched = 0;
+    while (matched < static_cast<int32_t>(seq->proposed.size()) &&
+           seq->draft_base + matched < static_cast<int32_t>(seq->tokens.size()) &&
+           seq->tokens[seq->draft_base + matched] == seq->proposed[matched]) {
+      ++matched;
+    }
+    if (!seq->spec_drafts.empty()) continue;  // still on the draft: later
+    stats_.num_accepted_tokens += matched;
+    r->num_accepted_tokens += matched;
+    seq->acceptance = gamma_controller_.UpdateAcceptance(
+        seq->acceptance, matched, static_cast<int32_t>(seq->proposed.size()));
+    seq->proposed.clear();
+    const int32_t keep = std::min(seq->draft_len, seq->draft_base + matched);
+    if (draft_pool_ != nullptr && keep < seq->draft_len) {
+      if (draft_pool_->Release(seq->id, keep)) {
+        seq->draft_len = keep;
+      } else {
+        seq->speculate = false;
+        seq->draft_len = 0;
+      }
+    }
   }
-  EmitBestBeam(r, FinishReason::kNone);
 }
 
 void Scheduler::EmitBestBeam(RequestState* r, FinishReason reason) {

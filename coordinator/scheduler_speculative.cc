@@ -57,7 +57,7 @@ void Scheduler::ProposeDrafts() {
   Sequence* probe = nullptr;
   if (probing) {
     for (Sequence* seq : running_) {
-      if (!seq->speculate || seq->finished || seq->beam || seq->fork_parent ||
+      if (!seq->speculate || seq->finished || seq->fork_parent || seq->has_candidates ||
           seq->num_computed != static_cast<int32_t>(seq->tokens.size()) - 1) {
         continue;
       }
@@ -68,7 +68,7 @@ void Scheduler::ProposeDrafts() {
     seq->drafts.clear();
     seq->draft_probs.clear();
     RequestState* r = seq->request;
-    if (!seq->speculate || seq->finished || seq->beam || seq->fork_parent) continue;
+    if (!seq->speculate || seq->finished || seq->fork_parent || seq->has_candidates) continue;
     const int32_t len = static_cast<int32_t>(seq->tokens.size());
     if (seq->num_computed != len - 1) continue;  // prefilling
     // Drafts past max_tokens or the context would be thrown away.
@@ -84,6 +84,16 @@ void Scheduler::ProposeDrafts() {
     }
     gamma = std::min(gamma, room);
     if (gamma < 1) continue;
+    if (seq->draft_len >= len) {
+      // The draft already saw the last token (a proposal that did not make
+      // it into a step, or that drafted nothing): it must see it again.
+      if (!draft_pool_->Release(seq->id, len - 1)) {
+        seq->speculate = false;
+        seq->draft_len = 0;
+        continue;
+      }
+      seq->draft_len = len - 1;
+    }
     DraftRequest d;
     d.seq = seq->id;
     d.new_tokens.assign(seq->tokens.begin() + seq->draft_len, seq->tokens.end());
@@ -187,6 +197,9 @@ void Scheduler::DropUnusedDrafts() {
 }
 
 void Scheduler::ForgetDraft(Sequence* seq) {
+  seq->spec_drafts.clear();
+  seq->draft_candidates.clear();
+  seq->proposed.clear();
   seq->drafts.clear();
   seq->draft_probs.clear();
   seq->num_step_drafts = 0;

@@ -43,6 +43,14 @@ struct Scheduler::Sequence {
   std::vector<int32_t> drafts;
   std::vector<sampling::DraftProbs> draft_probs;
   int32_t num_step_drafts = 0;
+  // Speculative beam search: the drafts still ahead of this beam and the
+  // candidates the worker computed after each (the beam may take several
+  // steps along them without a forward); what was proposed, from which
+  // length, to roll the draft back to what the beam followed.
+  std::vector<int32_t> spec_drafts;
+  std::vector<std::vector<BeamCandidate>> draft_candidates;
+  std::vector<int32_t> proposed;
+  int32_t draft_base = 0;
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer;
   std::unique_ptr<sampling::StopChecker> stop_checker;
   Completion completion;

@@ -85,6 +85,15 @@ void StepResultToProto(const StepResult& result, tandem::v1::StepResponse* proto
       c->set_score(b.score);
       c->set_key(b.key);
     }
+    for (const std::vector<sampling::BeamToken>& row : r.draft_beam_candidates) {
+      tandem::v1::BeamCandidates* wire = out->add_draft_beam_candidates();
+      for (const sampling::BeamToken& b : row) {
+        tandem::v1::BeamCandidate* c = wire->add_candidates();
+        c->set_token(b.token);
+        c->set_score(b.score);
+        c->set_key(b.key);
+      }
+    }
   }
   tandem::v1::StepTimings* t = proto->mutable_timings();
   t->set_forward_ms(result.timings.forward_ms);
@@ -133,6 +142,13 @@ absl::StatusOr<StepResult> StepResultFromProto(const tandem::v1::StepResponse& p
     for (const tandem::v1::BeamCandidate& c : r.beam_candidates()) {
       RETURN_IF_ERROR(check(c.token(), "beam candidate token"));
       out.sample.beam_candidates.push_back({c.token(), c.score(), c.key()});
+    }
+    for (const tandem::v1::BeamCandidates& wire : r.draft_beam_candidates()) {
+      std::vector<sampling::BeamToken>& row = out.draft_beam_candidates.emplace_back();
+      for (const tandem::v1::BeamCandidate& c : wire.candidates()) {
+        RETURN_IF_ERROR(check(c.token(), "draft beam candidate token"));
+        row.push_back({c.token(), c.score(), c.key()});
+      }
     }
   }
   result.timings.forward_ms = proto.timings().forward_ms();

@@ -73,12 +73,6 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
           absl::StrFormat("sequence %d is not live on this worker", s.id.value()));
     }
     RETURN_IF_ERROR(ValidateDraftFields(s, model_->config().vocab_size));
-    if (s.num_draft_tokens > 0 && it->second.params.beam_candidates > 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "sequence %d: num_draft_tokens %d for a beam sequence (beam_candidates %d): beam "
-          "sequences cannot verify drafts, num_draft_tokens must be 0",
-          s.id.value(), s.num_draft_tokens, it->second.params.beam_candidates));
-    }
     states.push_back(&it->second);
     model::ForwardSequence f;
     f.tokens = s.tokens;
@@ -117,12 +111,35 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
     SequenceState* st = states[i];
     if (st->params.beam_candidates > 0) {
       // A beam's history is what the coordinator chose: the step's tokens
-      // past the prompt and the history known so far.
+      // past the prompt. start_pos is the length the coordinator keeps, so
+      // history past it (drafts of an earlier step that the search did not
+      // follow) is dropped first.
+      const int64_t keep = s.start_pos - static_cast<int64_t>(st->prompt_tokens.size());
+      if (keep >= 0 && keep < static_cast<int64_t>(st->output_tokens.size())) {
+        st->output_tokens.resize(static_cast<size_t>(keep));
+      }
       const int64_t known =
           static_cast<int64_t>(st->prompt_tokens.size() + st->output_tokens.size());
       for (size_t k = 0; k < s.tokens.size(); ++k) {
         if (s.start_pos + static_cast<int64_t>(k) >= known) st->output_tokens.push_back(s.tokens[k]);
       }
+      // Candidates after the token and after each draft (speculative beam
+      // search): row j sees the history up to draft j.
+      const size_t g = static_cast<size_t>(s.num_draft_tokens);
+      for (size_t j = 0; j <= g; ++j) {
+        sampling::SamplingRow r;
+        r.logits = logits_.data() + (row + static_cast<int64_t>(j)) * vocab;
+        r.params = &st->params;
+        r.prompt_tokens = st->prompt_tokens;
+        r.output_tokens = std::span<const int32_t>(st->output_tokens)
+                              .first(st->output_tokens.size() - g + j);
+        r.seed = st->seed;
+        r.stream = st->stream;
+        r.eos_token_ids = config_.eos_token_ids;
+        sample_rows.push_back(r);
+      }
+      row += s.num_draft_tokens + 1;
+      continue;
     }
     sampling::SamplingRow r;
     r.logits = logits_.data() + row * vocab;
@@ -156,7 +173,12 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
     if (!s.sample) continue;
     SequenceResult out;
     out.id = s.id;
-    if (s.num_draft_tokens > 0) {
+    if (states[i]->params.beam_candidates > 0) {
+      out.sample = std::move(samples[next_sample++]);
+      for (int32_t j = 0; j < s.num_draft_tokens; ++j) {
+        out.draft_beam_candidates.push_back(std::move(samples[next_sample++].beam_candidates));
+      }
+    } else if (s.num_draft_tokens > 0) {
       sampling::VerifyResult& v = verified[next_verify++];
       out.accepted_drafts = std::move(v.accepted);
       out.sample = std::move(v.next);

@@ -71,6 +71,11 @@ struct SequenceResult {
   // their logprobs. The step emitted accepted_drafts + [sample]; the
   // coordinator drops its bookkeeping of the rejected positions.
   std::vector<sampling::SampleResult> accepted_drafts;
+  // Beam sequences with drafts only: the candidates after each draft token
+  // d_1..d_g (sample.beam_candidates are those after the step's token), so
+  // the coordinator can take several beam steps along drafts the search
+  // follows without another forward.
+  std::vector<std::vector<sampling::BeamToken>> draft_beam_candidates;
 };
 
 struct StepTimings {

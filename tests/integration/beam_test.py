@@ -12,13 +12,15 @@ match: the same generated tokens (the EOS that ended a hypothesis
 included), the same finish, the score within 1e-3. The same cases then run
 through the cluster (tandem-worker in reference precision behind
 tandem-coordinator, `tandem generate --concurrency 32`): streamed, routed and
-batched, with the same results. Standard library only.
+batched, with the same results; and once more single-process with every beam
+speculating (n-gram drafts). Standard library only.
 
 Env: TANDEM_BIN, TANDEM_MODEL, TANDEM_SOURCE_DIR, TANDEM_WORKER_BIN,
 TANDEM_COORDINATOR_BIN.
 """
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -95,6 +97,21 @@ class BeamSearchReferenceTest(unittest.TestCase):
         code, lines, err = run_cases(cases, ["run", "--model", MODEL, "--precision", "reference"])
         self.assertEqual(code, 0, err[-3000:])
         self.assertEqual(len(lines), len(cases))
+        found = mismatches(cases, lines)
+        self.assertEqual(found, [], "\n".join(found[:10]))
+
+    def test_speculative_beam_search_matches_transformers(self):
+        # Each beam speculates (n-gram drafts, 4 per round); beams that follow
+        # their draft take several steps per forward. The results are the
+        # same sequences and scores.
+        cases = load_cases()
+        code, lines, err = run_cases(cases, ["run", "--model", MODEL, "--precision", "reference",
+                                             "--speculative", "ngram",
+                                             "--num-speculative-tokens", "4"])
+        self.assertEqual(code, 0, err[-3000:])
+        m = re.search(r"(\d+) of (\d+) draft tokens accepted", err)
+        self.assertIsNotNone(m, err[-2000:])
+        self.assertGreater(int(m.group(1)), 0, "no beam ever followed its draft")
         found = mismatches(cases, lines)
         self.assertEqual(found, [], "\n".join(found[:10]))
 

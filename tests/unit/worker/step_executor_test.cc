@@ -7,6 +7,7 @@
 #include "worker/step_executor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -334,18 +335,47 @@ TEST_F(StepExecutorTest, RejectsBadDraftFieldsWithoutChangingState) {
 }
 
 // Beam sequences keep their own protocol: drafts on them are rejected.
-TEST_F(StepExecutorTest, RejectsDraftsOnBeamSequences) {
-  std::unique_ptr<StepExecutor> executor = NewExecutor();
+TEST_F(StepExecutorTest, BeamRowsWithDraftsReturnTheCandidatesOfEveryPosition) {
+  // Speculative beam search: one step over the token and two drafts must
+  // give, at each position, the candidates three single steps give
+  // (the repetition penalty makes each row depend on the drafts before it).
   sampling::SamplingParams params = Params();
-  params.beam_candidates = 4;
+  params.beam_candidates = 6;
+  params.repetition_penalty = 1.3f;
+  const std::vector<int32_t> drafts = {prompts_[0][1], prompts_[0][2]};
+
+  std::unique_ptr<StepExecutor> one = NewExecutor();
   Sequence s = MakeSequence(9, prompts_[0], 0, params);
   StepPlan plan;
-  AddStep(s, {100}, &plan);
-  absl::StatusOr<StepResult> r = executor->Execute(plan);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("sequence 9"));
-  EXPECT_THAT(r.status().message(), HasSubstr("beam"));
+  AddStep(s, drafts, &plan);
+  absl::StatusOr<StepResult> spec = one->Execute(plan);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->results.size(), 1u);
+  const SequenceResult& got = spec->results[0];
+  ASSERT_EQ(got.draft_beam_candidates.size(), 2u);
+
+  std::unique_ptr<StepExecutor> stepwise = NewExecutor();
+  Sequence t = MakeSequence(9, prompts_[0], 0, params);
+  std::vector<std::vector<sampling::BeamToken>> want;
+  for (int k = 0; k < 3; ++k) {
+    StepPlan p;
+    AddStep(t, {}, &p);
+    absl::StatusOr<StepResult> r = stepwise->Execute(p);
+    ASSERT_TRUE(r.ok()) << r.status();
+    want.push_back(r->results[0].sample.beam_candidates);
+    if (k < 2) t.emitted.push_back(drafts[static_cast<size_t>(k)]);
+  }
+  auto same = [](const std::vector<sampling::BeamToken>& a,
+                 const std::vector<sampling::BeamToken>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].token != b[i].token || std::abs(a[i].score - b[i].score) > 1e-4f) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(same(got.sample.beam_candidates, want[0]));
+  EXPECT_TRUE(same(got.draft_beam_candidates[0], want[1]));
+  EXPECT_TRUE(same(got.draft_beam_candidates[1], want[2]));
 }
 
 }  // namespace
