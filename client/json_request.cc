@@ -76,6 +76,20 @@ absl::StatusOr<coordinator::EarlyStopping> ParseEarlyStopping(const std::string&
       "early_stopping '%s' is invalid: must be true, false or \"never\"", text));
 }
 
+JsonRequest RequestFromFlags(const std::optional<std::string>& prompt,
+                             const std::optional<std::vector<int32_t>>& prompt_ids,
+                             const std::optional<std::string>& chat,
+                             const sampling::SamplingParams& params,
+                             const coordinator::BeamSearchParams& beam) {
+  JsonRequest r;
+  r.params = params;
+  r.beam = BeamIfRequested(beam);
+  if (prompt) r.prompt = *prompt;
+  if (prompt_ids) r.prompt_token_ids = *prompt_ids;
+  if (chat) r.messages.push_back({"user", *chat});
+  return r;
+}
+
 std::optional<coordinator::BeamSearchParams> BeamIfRequested(
     const coordinator::BeamSearchParams& beam) {
   if (beam.num_beams > 1 || beam.num_beam_groups > 1) return beam;

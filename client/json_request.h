@@ -39,6 +39,14 @@ absl::StatusOr<JsonRequest> ParseJsonRequest(
     const std::string& line, const sampling::SamplingParams& defaults,
     const coordinator::BeamSearchParams& beam_defaults = {});
 
+// The one request of a command line without --requests: the prompt as
+// text, token ids or one user chat message, with the flags' params.
+JsonRequest RequestFromFlags(const std::optional<std::string>& prompt,
+                             const std::optional<std::vector<int32_t>>& prompt_ids,
+                             const std::optional<std::string>& chat,
+                             const sampling::SamplingParams& params,
+                             const coordinator::BeamSearchParams& beam);
+
 // Parses early_stopping's spellings: true / false / "never" (as JSON or as a
 // flag's text "true", "false", "never"). INVALID_ARGUMENT naming the value.
 absl::StatusOr<coordinator::EarlyStopping> ParseEarlyStopping(const std::string& text);

@@ -155,13 +155,7 @@ int RunCommand(const RunOptions& o) {
       requests.push_back(*std::move(r));
     }
   } else {
-    JsonRequest r;
-    r.params = o.params;
-    r.beam = BeamIfRequested(o.beam);
-    if (o.prompt) r.prompt = *o.prompt;
-    if (o.prompt_ids) r.prompt_token_ids = *o.prompt_ids;
-    if (o.chat) r.messages.push_back({"user", *o.chat});
-    requests.push_back(std::move(r));
+    requests.push_back(RequestFromFlags(o.prompt, o.prompt_ids, o.chat, o.params, o.beam));
   }
   std::map<int64_t, std::string> rejected;
   for (size_t i = 0; i < requests.size(); ++i) {

@@ -35,6 +35,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/command_line.h"
+#include "common/grpc_server.h"
 #include "coordinator/discovery.h"
 #include "coordinator/draft_worker_set.h"
 #include "coordinator/grpc_draft_pool.h"
@@ -326,22 +327,14 @@ int main(int argc, char** argv) {
     pool.reset();
   };
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int bound_port = 0;
-  const std::string host = absl::GetFlag(FLAGS_host);
-  builder.AddListeningPort(absl::StrFormat("%s:%d", host, port), grpc::InsecureServerCredentials(),
-                           &bound_port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || bound_port == 0) {
+  absl::StatusOr<GrpcServer> started =
+      StartGrpcServer(absl::GetFlag(FLAGS_host), port, {&service}, {"tandem.v1.Inference"});
+  if (!started.ok()) {
     shutdown_loops();
-    return Fail(absl::UnavailableError(
-        absl::StrFormat("cannot listen on %s:%d", host, port)));
+    return Fail(started.status());
   }
-  server->GetHealthCheckService()->SetServingStatus(true);
-  std::printf("tandem-coordinator listening on %s:%d\n", host.c_str(), bound_port);
+  std::unique_ptr<grpc::Server> server = std::move(started->server);
+  std::printf("tandem-coordinator listening on %s\n", started->address.c_str());
   std::fflush(stdout);
 
   int signal_number = 0;

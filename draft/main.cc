@@ -44,6 +44,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "common/command_line.h"
+#include "common/grpc_server.h"
 #include "draft/draft_service.h"
 #include "draft/proposer.h"
 #include "draft/proposer_factory.h"
@@ -75,15 +76,9 @@ ABSL_FLAG(int32_t, vocab_size, 0,
 namespace {
 
 constexpr char kServiceName[] = "tandem.v1.Draft";
-constexpr int kMaxMessageBytes = 256 << 20;
-
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "tandem-draft: %s\n", status.ToString().c_str());
   return 1;
-}
-
-std::string HostPort(const std::string& host, int port) {
-  return absl::StrFormat(host.find(':') != std::string::npos ? "[%s]:%d" : "%s:%d", host, port);
 }
 
 }  // namespace
@@ -166,22 +161,11 @@ int main(int argc, char** argv) {
   const tandem::draft::ProposerInfo info = (*proposer)->info();
   tandem::draft::DraftService service(std::move(*proposer));
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int selected_port = 0;
-  const std::string listen = HostPort(host, port);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &selected_port);
-  builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || selected_port == 0) {
-    return Fail(absl::UnavailableError(absl::StrFormat("cannot listen on %s", listen)));
-  }
+  absl::StatusOr<tandem::GrpcServer> started =
+      tandem::StartGrpcServer(host, port, {&service}, {kServiceName});
+  if (!started.ok()) return Fail(started.status());
+  std::unique_ptr<grpc::Server> server = std::move(started->server);
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  health->SetServingStatus(true);
-  health->SetServingStatus(kServiceName, true);
   if (info.kind == tandem::draft::ProposerKind::kNgram) {
     std::fprintf(stderr, "tandem-draft: %s (suffixes of %d..%d tokens), vocabulary %d, up to %d "
                  "sequences\n", info.name.c_str(), options.ngram_min_n, options.ngram_max_n,
@@ -191,7 +175,7 @@ int main(int argc, char** argv) {
                  std::string(tandem::draft::ProposerKindName(info.kind)).c_str(),
                  info.name.c_str(), info.max_sequences, block_size, precision.c_str());
   }
-  std::printf("tandem-draft listening on %s\n", HostPort(host, selected_port).c_str());
+  std::printf("tandem-draft listening on %s\n", started->address.c_str());
   std::fflush(stdout);
 
   int signal_number = 0;

@@ -40,6 +40,7 @@
 
 #include "absl/flags/flag.h"
 #include "common/command_line.h"
+#include "common/grpc_server.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
@@ -71,9 +72,6 @@ namespace {
 
 // The service name health reports for, besides the overall "" entry.
 constexpr char kServiceName[] = "tandem.v1.TargetWorker";
-// Largest StepRequest / StepResponse accepted: long prompts of many new
-// sequences in one step exceed gRPC's 4 MiB default.
-constexpr int kMaxMessageBytes = 256 << 20;
 
 // Set once this process is one rank of several: a failing rank then aborts
 // the group, since the others would wait in a collective forever.
@@ -195,32 +193,17 @@ int main(int argc, char** argv) {
                                                   mpi_thread.get());
   if (!service.ok()) return Fail(service.status());
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int selected_port = 0;
-  const std::string listen = absl::StrFormat(
-      host.find(':') != std::string::npos ? "[%s]:%d" : "%s:%d", host, port);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &selected_port);
-  builder.RegisterService(service->get());
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || selected_port == 0) {
-    return Fail(absl::UnavailableError(absl::StrFormat("cannot listen on %s", listen)));
-  }
+  absl::StatusOr<tandem::GrpcServer> started =
+      tandem::StartGrpcServer(host, port, {service->get()}, {kServiceName});
+  if (!started.ok()) return Fail(started.status());
+  std::unique_ptr<grpc::Server> server = std::move(started->server);
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  health->SetServingStatus(true);
-  health->SetServingStatus(kServiceName, true);
   std::fprintf(stderr,
                "tandem-worker: model %s, %d KV blocks of %d tokens, precision %s, "
                "tensor-parallel size %d\n",
                (*model)->config().name.c_str(), exec_config.num_blocks, block_size,
                precision.c_str(), world_size);
-  std::printf("tandem-worker listening on %s\n",
-              absl::StrFormat(host.find(':') != std::string::npos ? "[%s]:%d" : "%s:%d", host,
-                              selected_port)
-                  .c_str());
+  std::printf("tandem-worker listening on %s\n", started->address.c_str());
   std::fflush(stdout);
 
   auto wait_and_drain = [&] {

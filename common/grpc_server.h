@@ -1,0 +1,39 @@
+// StartGrpcServer: how every tandem server process (tandem-worker,
+// tandem-draft, tandem-coordinator) listens: one insecure port on HOST:PORT
+// (port 0: the OS picks), grpc.health.v1 and server reflection enabled,
+// messages up to 256 MiB (a step of many long prompts exceeds gRPC's 4 MiB
+// default), and the server plus its named services marked SERVING.
+//
+// Thread-safety: call from the main thread before serving.
+#ifndef TANDEM_COMMON_GRPC_SERVER_H_
+#define TANDEM_COMMON_GRPC_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+
+namespace tandem {
+
+inline constexpr int kMaxGrpcMessageBytes = 256 << 20;
+
+struct GrpcServer {
+  std::unique_ptr<grpc::Server> server;
+  std::string address;  // HOST:PORT actually bound ([HOST]:PORT for IPv6)
+};
+
+// "HOST:PORT", bracketing an IPv6 host.
+std::string HostPort(const std::string& host, int port);
+
+// Starts a server for `services` (which must outlive it). `health_names`
+// are service names reported SERVING besides the server itself.
+// UNAVAILABLE naming HOST:PORT when it cannot listen there.
+absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& host, int port,
+                                           const std::vector<grpc::Service*>& services,
+                                           const std::vector<std::string>& health_names = {});
+
+}  // namespace tandem
+
+#endif  // TANDEM_COMMON_GRPC_SERVER_H_
