@@ -32,7 +32,20 @@ struct WeightView {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t row_bytes = 0;
+  // Optional: the same rows interleaved 16 at a time (PackRows16). MatMul
+  // reads it for a few activation rows at once when PackedRowsUsed(isa);
+  // the results are bit-identical either way.
+  const void* packed = nullptr;
 };
+
+// Bytes PackRows16(w) writes; 0 when w's type has no packed form (only Q8_0,
+// Q4_0 and Q4_1 have one).
+int64_t PackedRows16Bytes(const WeightView& w);
+// Writes w's rows interleaved 16 at a time (layout: kernels/cpu/packed_rows16.h)
+// to out, PackedRows16Bytes(w) bytes.
+void PackRows16(const WeightView& w, uint8_t* out);
+// Whether MatMul at `isa` (after ClampIsa) reads WeightView::packed.
+bool PackedRowsUsed(Isa isa);
 
 struct MatMulParams {
   Isa isa = Isa::kReference;

@@ -1,5 +1,6 @@
 // MatMul at the SmolLM2-135M shapes (Q4_1 projections, Q8_0 output head) for
-// decode (n = 1, 16, 64) and prefill (n = 512), per ISA. Counters: GFLOP/s
+// decode (n = 1, 16, 64), speculative verification (n = 2, 3, 4, 5, 8) and
+// prefill (n = 512), per ISA, and the packed-rows path for n <= 8. Counters: GFLOP/s
 // (2·rows·cols·n per call) and GB/s of weight bytes streamed (rows·row_bytes
 // per call; a lower bound on traffic).
 #include <cstring>
@@ -30,7 +31,7 @@ std::vector<uint8_t> RandomWeights(gguf::GgmlType type, int64_t rows, int64_t ro
 }
 
 void BM_MatMul(benchmark::State& state, gguf::GgmlType type, int64_t rows, int64_t cols, Isa isa,
-               bool quantize) {
+               bool quantize, bool packed) {
   const int64_t n = state.range(0);
   const int threads = static_cast<int>(state.range(1));
   if (ClampIsa(isa) != isa) {
@@ -44,6 +45,16 @@ void BM_MatMul(benchmark::State& state, gguf::GgmlType type, int64_t rows, int64
   std::vector<float> x(n * cols), y(n * rows);
   for (float& f : x) f = dist(rng);
   WeightView view{type, w.data(), rows, cols, row_bytes};
+  std::vector<uint8_t> packed_rows;
+  if (packed) {
+    if (!PackedRowsUsed(isa)) {
+      state.SkipWithError("no packed tiles at this ISA");
+      return;
+    }
+    packed_rows.resize(PackedRows16Bytes(view));
+    PackRows16(view, packed_rows.data());
+    view.packed = packed_rows.data();
+  }
   MatMulParams params{isa, quantize};
   ThreadPool pool(threads);
   for (auto _ : state) {
@@ -71,9 +82,10 @@ void Register() {
   for (const Shape& s : shapes) {
     for (Isa isa : {Isa::kReference, Isa::kAvx2, Isa::kAvx512}) {
       std::string name = std::string("MatMul/") + s.name + "/" + IsaName(isa);
-      auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, s.type, s.rows, s.cols, isa, true);
+      auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, s.type, s.rows, s.cols, isa,
+                                             true, false);
       for (int threads : {1, 2}) {
-        for (int64_t n : {1, 16, 64, 512}) {
+        for (int64_t n : {1, 2, 3, 4, 5, 8, 16, 64, 512}) {
           if (isa == Isa::kReference && n > 16) continue;  // slow and uninteresting
           if (s.rows == 49152 && n > 64) continue;         // the head only sees decode rows
           b->Args({n, threads});
@@ -81,10 +93,19 @@ void Register() {
       }
       b->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime();
     }
+    // Rows packed 16 at a time (WeightView::packed): used up to the ISA's
+    // max_packed_x activation rows.
+    std::string name = std::string("MatMul/") + s.name + "/avx512_packed";
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, s.type, s.rows, s.cols,
+                                           Isa::kAvx512, true, true);
+    for (int threads : {1, 2}) {
+      for (int64_t n : {1, 2, 3, 4, 5, 8, 16, 32}) b->Args({n, threads});
+    }
+    b->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime();
   }
   // Reference-precision path for comparison (f32 dot of dequantized rows).
   auto* b = benchmark::RegisterBenchmark("MatMul/q4_1_576x576/avx2_f32path", BM_MatMul,
-                                         gguf::GgmlType::kQ4_1, 576, 576, Isa::kAvx2, false);
+                                         gguf::GgmlType::kQ4_1, 576, 576, Isa::kAvx2, false, false);
   b->Args({1, 1})->Args({16, 1})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 

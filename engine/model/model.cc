@@ -57,6 +57,7 @@ Model::Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, int32_t f
       pool_(std::make_unique<ThreadPool>(options.num_threads)) {
   matmul_params_.isa = kernels::BestIsa();
   matmul_params_.quantize_activations = options_.precision == Precision::kFast;
+  if (matmul_params_.quantize_activations) PackWeightRows(weights_, matmul_params_.isa, pool_.get());
   // Reference precision keeps attention and the elementwise ops on their
   // scalar reference code; only the weights' dot products differ by ISA.
   vector_isa_ = options_.precision == Precision::kFast ? kernels::BestIsa()

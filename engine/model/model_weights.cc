@@ -143,4 +143,34 @@ absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const 
   return w;
 }
 
+void PackWeightRows(ModelWeights& weights, kernels::Isa isa, ThreadPool* pool) {
+  if (!kernels::PackedRowsUsed(isa)) return;
+  std::vector<kernels::WeightView*> todo;
+  for (LayerWeights& l : weights.layers) {
+    for (kernels::WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      todo.push_back(w);
+    }
+  }
+  todo.push_back(&weights.output);
+  std::erase_if(todo, [](const kernels::WeightView* w) {
+    return w->packed != nullptr || kernels::PackedRows16Bytes(*w) == 0;
+  });
+  const size_t first = weights.packed.size();
+  for (const kernels::WeightView* w : todo) {
+    weights.packed.push_back(std::make_unique<uint8_t[]>(kernels::PackedRows16Bytes(*w)));
+  }
+  auto pack = [&](int, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      kernels::PackRows16(*todo[i], weights.packed[first + i].get());
+    }
+  };
+  const int64_t n = static_cast<int64_t>(todo.size());
+  if (pool != nullptr) {
+    pool->ParallelFor(n, 1, pack);
+  } else {
+    pack(0, 0, n);
+  }
+  for (size_t i = 0; i < todo.size(); ++i) todo[i]->packed = weights.packed[first + i].get();
+}
+
 }  // namespace tandem::model

@@ -40,6 +40,9 @@ struct ModelWeights {
   bool tied_output = false;
   // Dequantized matrices (reference-precision mode); the views above point here.
   std::vector<std::unique_ptr<float[]>> owned;
+  // Row-interleaved copies of the quantized matrices (PackWeightRows); the
+  // views' `packed` fields point here.
+  std::vector<std::unique_ptr<uint8_t[]>> packed;
 };
 
 // Builds the views. With `dequantize_to_f32` every matrix is converted to f32
@@ -55,6 +58,13 @@ absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const 
 // with InvalidArgument naming the tensor, the range and the block size.
 absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const ModelConfig& config,
                                               bool dequantize_to_f32, const TpShard& shard);
+
+// Gives every quantized projection and the output head a row-interleaved copy
+// (kernels::PackRows16) when MatMul at `isa` reads one: decode-sized batches
+// then run about 3× faster on AVX-512 with bit-identical results. Costs one
+// more copy of those matrices in memory. No-op at other ISAs. Matrices are
+// packed in parallel on `pool` (may be null).
+void PackWeightRows(ModelWeights& weights, kernels::Isa isa, ThreadPool* pool);
 
 }  // namespace tandem::model
 

@@ -2,7 +2,9 @@
 //  - quantized activations (Q8_0 / Q4_0 / Q4_1 weights, the default): x is
 //    quantized once per call to BlockQ8A, then threads split the weight rows
 //    (of all matrices, for MatMulMany) and run the ISA's integer-dot tile on
-//    their range, against every activation row;
+//    their range, against every activation row. A batch of at most
+//    max_packed_x rows reads a matrix's packed copy (WeightView::packed)
+//    when it has one and the ISA has packed tiles;
 //  - reference precision (every other type, or quantize_activations=false):
 //    weight rows are dequantized to f32 (8 at a time, per thread) and dotted
 //    with each activation row in f32.
@@ -13,6 +15,7 @@
 #include "common/logging.h"
 #include "kernels/cpu/block_q8a.h"
 #include "kernels/cpu/dequantize_ref.h"
+#include "kernels/cpu/packed_rows16.h"
 #include "kernels/cpu/quant_kernels.h"
 #include "kernels/kernels.h"
 
@@ -21,7 +24,9 @@ namespace {
 
 // Rows per parallel work unit. Each thread hands its whole contiguous row
 // range to the tile function, which does its own cache blocking.
+// A multiple of kPackedRows, so that every unit starts a packed group.
 constexpr int64_t kRowUnit = 16;
+static_assert(kRowUnit % kPackedRows == 0);
 // Below this many multiply-adds a call runs on the calling thread only: the
 // hand-off to the pool costs more than it saves.
 constexpr int64_t kMinParallelMacs = 1 << 15;
@@ -48,12 +53,32 @@ QuantTileFn TileFor(const QuantKernels& k, gguf::GgmlType type) {
   }
 }
 
+PackedTileFn PackedTileFor(const QuantKernels& k, gguf::GgmlType type) {
+  switch (type) {
+    case gguf::GgmlType::kQ8_0:
+      return k.packed_q8_0;
+    case gguf::GgmlType::kQ4_0:
+      return k.packed_q4_0;
+    case gguf::GgmlType::kQ4_1:
+      return k.packed_q4_1;
+    default:
+      return nullptr;
+  }
+}
+
 // ys[i][n, ws[i].rows] = x · ws[i]ᵀ for matrices sharing cols: x is quantized
 // once, then the union of all rows is split across threads in one loop.
-// tiles[i] is the tile function of ws[i].
+// tiles[i] is the tile function of ws[i]; a matrix with a packed copy runs
+// the packed tile instead when n is small enough.
 void QuantizedMatMulMany(std::span<const WeightView> ws, std::span<const QuantTileFn> tiles,
                          const float* x, int64_t n, std::span<float* const> ys,
                          const QuantKernels& k, ThreadPool* pool) {
+  PackedTileFn packed[8] = {};
+  if (n <= k.max_packed_x) {
+    for (size_t i = 0; i < ws.size() && i < 8; ++i) {
+      if (ws[i].packed != nullptr) packed[i] = PackedTileFor(k, ws[i].type);
+    }
+  }
   const int64_t cols = ws[0].cols;
   const int64_t nb = cols / kQ8ABlock;
   // Grows to the largest batch seen on this thread and is then reused, so the
@@ -87,6 +112,12 @@ void QuantizedMatMulMany(std::span<const WeightView> ws, std::span<const QuantTi
       const WeightView& w = ws[i];
       const int64_t r_begin = (a - unit_begin[i]) * kRowUnit;
       const int64_t r_end = std::min(w.rows, (b - unit_begin[i]) * kRowUnit);
+      if (packed[i] != nullptr) {
+        const uint8_t* groups = static_cast<const uint8_t*>(w.packed) +
+                                r_begin / kPackedRows * nb * PackedBlockBytes(w.type);
+        packed[i](groups, r_end - r_begin, xq_data, n, nb, ys[i] + r_begin, w.rows);
+        continue;
+      }
       tiles[i](static_cast<const uint8_t*>(w.data) + r_begin * w.row_bytes, w.row_bytes,
                r_end - r_begin, xq_data, n, nb, ys[i] + r_begin, w.rows);
     }

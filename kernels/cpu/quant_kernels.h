@@ -28,6 +28,12 @@ using QuantizeRowFn = void (*)(const float* x, int64_t n, BlockQ8A* out);
 using QuantTileFn = void (*)(const uint8_t* w, int64_t row_bytes, int64_t num_rows,
                              const BlockQ8A* x, int64_t num_x, int64_t nb, float* y, int64_t ldy);
 
+// The same for weights packed by PackRows16: `groups` points at the packed
+// group holding the first row (rows start on a multiple of 16), num_rows rows
+// from there. Bit-identical to the table's QuantTileFn on the plain rows.
+using PackedTileFn = void (*)(const uint8_t* groups, int64_t num_rows, const BlockQ8A* x,
+                              int64_t num_x, int64_t nb, float* y, int64_t ldy);
+
 // Σ a[i] * b[i] over n floats, fp32 accumulation.
 using DotF32Fn = float (*)(const float* a, const float* b, int64_t n);
 
@@ -37,6 +43,12 @@ struct QuantKernels {
   QuantTileFn tile_q4_0 = nullptr;
   QuantTileFn tile_q4_1 = nullptr;
   DotF32Fn dot_f32 = nullptr;
+  // Tiles over packed rows, for batches of at most max_packed_x activation
+  // rows; null where the ISA has none.
+  PackedTileFn packed_q8_0 = nullptr;
+  PackedTileFn packed_q4_0 = nullptr;
+  PackedTileFn packed_q4_1 = nullptr;
+  int64_t max_packed_x = 0;
 };
 
 const QuantKernels& QuantKernelsRef();

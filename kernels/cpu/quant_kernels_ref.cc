@@ -24,6 +24,7 @@ void QuantizeRowRef(const float* x, int64_t n, BlockQ8A* out) {
     }
     out[b].d = d;
     out[b].s = d * static_cast<float>(sum);
+    out[b].sum = sum;
   }
 }
 

@@ -225,6 +225,7 @@ inline void QuantizeRowSimd(const float* x, int64_t n, BlockQ8A* out) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs), p8);
     out[b].d = d;
     out[b].s = d * static_cast<float>(isum);
+    out[b].sum = isum;
   }
 }
 

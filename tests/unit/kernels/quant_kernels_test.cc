@@ -7,6 +7,8 @@
 //    term| (each block term dw·dx·Σq·q and m·s taken in absolute value).
 //  - dot_f32: |y - y_ref| <= n · 2^-23 · Σ|a·b| (two fp32 sums of n terms).
 //  - Within one table a result may not depend on the tile shape: bit-exact.
+//  - Packed tiles (rows interleaved by PackRows16): bit-exact against the
+//    same table's plain tile.
 #include "kernels/cpu/quant_kernels.h"
 
 #include <cmath>
@@ -16,6 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "kernel_test_util.h"
+#include "kernels/cpu/packed_rows16.h"
 
 namespace tandem::kernels {
 namespace {
@@ -46,6 +49,7 @@ TEST(QuantKernelsTest, QuantizeRowIsExactAndBitIdenticalAcrossIsas) {
       sum += ref[b].qs[j];
     }
     ASSERT_EQ(ref[b].s, ref[b].d * static_cast<float>(sum));
+    ASSERT_EQ(ref[b].sum, sum);
   }
   EXPECT_EQ(ref[5].d, 0.0f);
   for (Isa isa : AvailableIsas()) {
@@ -150,6 +154,68 @@ TEST(QuantKernelsTest, DotF32MatchesReference) {
       EXPECT_NEAR(got, ref, n * std::ldexp(1.0, -23) * abs_sum) << IsaName(isa) << " n " << n;
     }
   }
+}
+
+}  // namespace
+}  // namespace tandem::kernels
+
+namespace tandem::kernels {
+namespace {
+
+PackedTileFn PackedTileOf(const QuantKernels& k, GgmlType type) {
+  return type == GgmlType::kQ8_0   ? k.packed_q8_0
+         : type == GgmlType::kQ4_0 ? k.packed_q4_0
+                                   : k.packed_q4_1;
+}
+
+// Every (rows, activation rows) mix the packed tile meets: partial last
+// groups, batches below, at and above the ISA's packed chunk, and a start
+// row inside the matrix (a thread's range).
+TEST(QuantKernelsTest, PackedTilesBitIdenticalToPlainTiles) {
+  std::mt19937 rng(5);
+  int checked = 0;
+  for (Isa isa : AvailableIsas()) {
+    const QuantKernels& k = QuantKernelsFor(isa);
+    if (k.packed_q4_1 == nullptr) continue;
+    EXPECT_TRUE(PackedRowsUsed(isa));
+    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1}) {
+      for (const TileShape& s : {TileShape{1, 1, 1}, TileShape{5, 3, 2}, TileShape{16, 8, 18},
+                                 TileShape{37, 9, 3}, TileShape{48, 17, 7}, TileShape{70, 5, 48}}) {
+        const int64_t row_bytes = s.nb * WeightBlockBytes(type) + 6;  // padded rows
+        std::vector<uint8_t> w = RandomWeights(rng, type, s.rows, s.nb * 32, row_bytes);
+        // Extreme quants: Q8_0's -128 and +127, the 4-bit 0 and 15.
+        if (type == GgmlType::kQ8_0) {
+          auto* blk = reinterpret_cast<gguf::BlockQ8_0*>(w.data());
+          blk->qs[0] = -128;
+          blk->qs[1] = 127;
+        }
+        WeightView view{type, w.data(), s.rows, s.nb * 32, row_bytes};
+        ASSERT_EQ(PackedRows16Bytes(view), (s.rows + 15) / 16 * s.nb * PackedBlockBytes(type));
+        std::vector<uint8_t> packed(PackedRows16Bytes(view));
+        PackRows16(view, packed.data());
+        std::vector<float> xf = RandomFloats(rng, s.num_x * s.nb * 32, -2, 2);
+        std::vector<BlockQ8A> x = Quantize(k, xf);
+        std::vector<float> plain(s.num_x * s.rows), got(s.num_x * s.rows, -1.0f);
+        TileOf(k, type)(w.data(), row_bytes, s.rows, x.data(), s.num_x, s.nb, plain.data(), s.rows);
+        PackedTileOf(k, type)(packed.data(), s.rows, x.data(), s.num_x, s.nb, got.data(), s.rows);
+        ASSERT_EQ(std::memcmp(got.data(), plain.data(), got.size() * sizeof(float)), 0)
+            << IsaName(isa) << " type " << static_cast<int>(type) << " rows " << s.rows << " x "
+            << s.num_x << " nb " << s.nb;
+        if (s.rows > 16) {  // rows [16, rows) from the second group on
+          std::vector<float> tail(s.num_x * s.rows, -1.0f);
+          PackedTileOf(k, type)(packed.data() + s.nb * PackedBlockBytes(type), s.rows - 16,
+                                x.data(), s.num_x, s.nb, tail.data() + 16, s.rows);
+          for (int64_t c = 0; c < s.num_x; ++c) {
+            for (int64_t r = 16; r < s.rows; ++r) {
+              ASSERT_EQ(tail[c * s.rows + r], plain[c * s.rows + r]) << "r " << r << " c " << c;
+            }
+          }
+        }
+        ++checked;
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no ISA with packed tiles on this CPU";
 }
 
 }  // namespace
