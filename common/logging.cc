@@ -9,7 +9,17 @@
 
 namespace tandem {
 namespace {
-std::atomic<int> g_min_level{static_cast<int>(LogLevel::kInfo)};
+// TANDEM_LOG_LEVEL=verbose|info|warning|error sets the start-up level.
+int LevelFromEnvironment() {
+  const char* v = std::getenv("TANDEM_LOG_LEVEL");
+  if (v == nullptr) return static_cast<int>(LogLevel::kInfo);
+  if (std::strcmp(v, "verbose") == 0) return static_cast<int>(LogLevel::kVerbose);
+  if (std::strcmp(v, "warning") == 0) return static_cast<int>(LogLevel::kWarning);
+  if (std::strcmp(v, "error") == 0) return static_cast<int>(LogLevel::kError);
+  return static_cast<int>(LogLevel::kInfo);
+}
+
+std::atomic<int> g_min_level{LevelFromEnvironment()};
 
 const char* Basename(const char* path) {
   const char* slash = std::strrchr(path, '/');

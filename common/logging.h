@@ -11,7 +11,8 @@ namespace tandem {
 
 enum class LogLevel { kVerbose = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
-// Sets the lowest level that is printed (default kInfo). Thread-safe.
+// Sets the lowest level that is printed (default kInfo, or the environment
+// variable TANDEM_LOG_LEVEL=verbose|info|warning|error). Thread-safe.
 void SetLogLevel(LogLevel level);
 bool LogEnabled(LogLevel level);
 // Writes one line "[I hh:mm:ss.mmm file:line] message" to stderr. Thread-safe.

@@ -194,7 +194,7 @@ void Scheduler::Admit(RequestState* r) {
     s->detokenizer = std::make_unique<tokenizer::IncrementalDetokenizer>(*tokenizer_, /*skip_special=*/true);
     s->stop_checker = std::make_unique<sampling::StopChecker>(r->request.params.stop);
     s->speculate = draft_pool_ != nullptr && r->request.num_speculative_tokens.value_or(1) != 0;
-    s->acceptance = gamma_controller_.prior_acceptance();
+    s->acceptance = gamma_controller_.NewProfile();
     return s;
   };
   for (int32_t i = 0; i < n; ++i) r->completions.push_back(make(i));

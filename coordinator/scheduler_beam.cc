@@ -19,7 +19,7 @@ std::unique_ptr<Scheduler::Sequence> Scheduler::MakeBeamSequence(RequestState* r
   s->prompt_len = static_cast<int32_t>(r->request.prompt_tokens.size());
   s->beam = true;
   s->speculate = draft_pool_ != nullptr && r->request.num_speculative_tokens.value_or(1) != 0;
-  s->acceptance = gamma_controller_.prior_acceptance();
+  s->acceptance = gamma_controller_.NewProfile();
   return s;
 }
 
@@ -146,8 +146,8 @@ void Scheduler::RollBackBeamDrafts(RequestState* r) {
     if (!seq->spec_drafts.empty()) continue;  // still on the draft: later
     stats_.num_accepted_tokens += matched;
     r->num_accepted_tokens += matched;
-    seq->acceptance = gamma_controller_.UpdateAcceptance(
-        seq->acceptance, matched, static_cast<int32_t>(seq->proposed.size()));
+    gamma_controller_.UpdateAcceptance(seq->acceptance, matched,
+                                       static_cast<int32_t>(seq->proposed.size()));
     seq->proposed.clear();
     const int32_t keep = std::min(seq->draft_len, seq->draft_base + matched);
     if (draft_pool_ != nullptr && keep < seq->draft_len) {

@@ -156,7 +156,7 @@ void Scheduler::FoldVerification(Sequence* seq, const worker::SequenceResult& re
   ++r->num_speculative_rounds;
   r->num_draft_tokens += proposed;
   r->num_accepted_tokens += accepted;
-  seq->acceptance = gamma_controller_.UpdateAcceptance(seq->acceptance, accepted, proposed);
+  gamma_controller_.UpdateAcceptance(seq->acceptance, accepted, proposed);
   seq->drafts.clear();
   seq->draft_probs.clear();
   seq->num_step_drafts = 0;

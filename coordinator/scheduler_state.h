@@ -35,11 +35,11 @@ struct Scheduler::Sequence {
   int32_t num_computed = 0;     // tokens whose K/V are in the cache
   int32_t scheduled = 0;        // tokens computed by the step in flight
   // Speculative decoding: what the draft holds (its proposer contract), the
-  // running acceptance rate, and this step's proposal (verified along with
+  // acceptance profile, and this step's proposal (verified along with
   // the sequence's one token; num_step_drafts of them made it into the step).
   bool speculate = false;       // the request speculates and the draft works
   int32_t draft_len = 0;
-  double acceptance = 0.0;
+  AcceptanceProfile acceptance;
   std::vector<int32_t> drafts;
   std::vector<sampling::DraftProbs> draft_probs;
   int32_t num_step_drafts = 0;

@@ -11,8 +11,71 @@ double ExpectedTokensPerRound(double alpha, int32_t gamma) {
   return (1.0 - std::pow(alpha, gamma + 1)) / (1.0 - alpha);
 }
 
+namespace {
+
+// Decay of the global counts per round.
+constexpr float kGlobalKeep = 0.98f;
+
+void Fold(AcceptanceProfile& p, int32_t accepted, int32_t proposed, float keep) {
+  for (int i = 0; i < AcceptanceProfile::kPositions; ++i) {
+    p.tried[i] *= keep;
+    p.accepted[i] *= keep;
+  }
+  p.prior_weight *= keep;
+  // Draft k (1-based) was tried if drafts 1..k-1 were accepted.
+  const int32_t reached = std::min(accepted + 1, proposed);
+  for (int32_t k = 1; k <= reached; ++k) {
+    const int i = std::min(k, AcceptanceProfile::kPositions) - 1;
+    p.tried[i] += 1.0f;
+    if (k <= accepted) p.accepted[i] += 1.0f;
+  }
+}
+
+}  // namespace
+
+AcceptanceProfile AcceptanceProfile::Constant(double alpha, double weight) {
+  AcceptanceProfile p;
+  alpha = std::clamp(alpha, 0.0, 1.0);
+  p.tried.fill(static_cast<float>(weight));
+  p.accepted.fill(static_cast<float>(weight * alpha));
+  p.base = alpha;
+  return p;
+}
+
+namespace {
+
+// The rate at position i (0-based) given the prior from the position before.
+double BlendRate(const AcceptanceProfile& p, int i, double prior) {
+  const double w = p.prior_weight;
+  if (!(p.tried[i] + w > 0.0)) return prior;
+  const double rate = (p.accepted[i] + w * prior) / (p.tried[i] + w);
+  return std::clamp(rate, 0.0, 1.0);
+}
+
+}  // namespace
+
+double AcceptanceProfile::Rate(int32_t k) const {
+  double rate = base;
+  for (int i = 0; i < std::clamp(k, 1, kPositions); ++i) rate = BlendRate(*this, i, rate);
+  return rate;
+}
+
+double AcceptanceProfile::ExpectedTokens(int32_t gamma) const {
+  double tokens = 1.0, survive = 1.0, rate = base;
+  for (int32_t k = 1; k <= gamma; ++k) {
+    if (k <= kPositions) rate = BlendRate(*this, k - 1, rate);
+    survive *= rate;
+    tokens += survive;
+  }
+  return tokens;
+}
+
 GammaController::GammaController(const GammaControllerConfig& config)
-    : config_(config), global_acceptance_(config.prior_acceptance) {}
+    : config_(config),
+      global_acceptance_(config.prior_acceptance),
+      global_profile_() {
+  global_profile_.base = std::clamp(config.prior_acceptance, 0.0, 1.0);
+}
 
 void GammaController::ObserveStep(int64_t num_tokens, double forward_ms) {
   if (num_tokens <= 0 || !(forward_ms >= 0.0)) return;
@@ -53,7 +116,7 @@ double GammaController::fixed_ms() const {
   return std::max(0.0, (wy_ - b * wx_) / w_);
 }
 
-int32_t GammaController::Choose(double alpha, int64_t batch_tokens,
+int32_t GammaController::Choose(const AcceptanceProfile& profile, int64_t batch_tokens,
                                 int64_t batch_sequences) const {
   const double a = fixed_ms();
   const double b = per_token_ms();
@@ -67,7 +130,7 @@ int32_t GammaController::Choose(double alpha, int64_t batch_tokens,
   double best_gain = 1.05;
   for (int32_t g = 1; g <= config_.max_gamma; ++g) {
     const double gain =
-        (s - 1.0 + ExpectedTokensPerRound(alpha, g)) / s * step / (step + g * (b + draft_ms_));
+        (s - 1.0 + profile.ExpectedTokens(g)) / s * step / (step + g * (b + draft_ms_));
     // A deeper round must pay for itself clearly (noise in alpha and beta).
     if (gain > best_gain * 1.02 || (best == 0 && gain > best_gain)) {
       best = g;
@@ -77,14 +140,22 @@ int32_t GammaController::Choose(double alpha, int64_t batch_tokens,
   return best;
 }
 
-double GammaController::UpdateAcceptance(double alpha, int32_t accepted, int32_t proposed) {
-  if (proposed <= 0) return alpha;
+AcceptanceProfile GammaController::NewProfile() const {
+  AcceptanceProfile p;
+  p.base = global_profile_.Rate(1);
+  return p;
+}
+
+void GammaController::UpdateAcceptance(AcceptanceProfile& profile, int32_t accepted,
+                                       int32_t proposed) {
+  if (proposed <= 0) return;
+  accepted = std::clamp(accepted, 0, proposed);
+  Fold(profile, accepted, proposed, static_cast<float>(config_.acceptance_decay));
+  Fold(global_profile_, accepted, proposed, kGlobalKeep);
   const double observed = static_cast<double>(accepted) / proposed;
-  const double keep = std::pow(config_.acceptance_decay, proposed);
   // The global rate moves slowly: many sequences feed it.
   const double global_keep = std::pow(0.98, proposed);
   global_acceptance_ = global_keep * global_acceptance_ + (1.0 - global_keep) * observed;
-  return keep * alpha + (1.0 - keep) * observed;
 }
 
 }  // namespace tandem::coordinator

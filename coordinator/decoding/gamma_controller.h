@@ -15,21 +15,46 @@
 // clearly beats 1. A compute-bound forward (a small against b*n) makes
 // every g > 0 lose, so a loaded server stops speculating; a latency-bound
 // one (a single stream on a GPU, or small batches) speculates deeply.
-// alpha is each sequence's acceptance rate, an exponential moving average
-// starting from `prior_acceptance`.
+// Each sequence's profile is a decayed count per position, starting from the
+// profile of all sequences so far (the draft's typical quality on this
+// traffic; `prior_acceptance` at every position before any round).
 //
 // Thread-safety: none (scheduler-thread state).
 #ifndef TANDEM_COORDINATOR_DECODING_GAMMA_CONTROLLER_H_
 #define TANDEM_COORDINATOR_DECODING_GAMMA_CONTROLLER_H_
 
+#include <array>
 #include <cstdint>
 
 namespace tandem::coordinator {
 
+// Per-position acceptance counts: tried[i] rounds reached draft i + 1 (drafts
+// 1..i all accepted and at least i + 1 proposed), accepted[i] of them
+// accepted it; decayed each round. Positions past kPositions share the last.
+// The rate at a position blends its counts with a prior worth
+// `prior_weight` rounds (one at first, decayed like the counts): `base` at
+// the first position, the previous position's rate at the others, so
+// positions never reached yet are not stuck at a guess.
+struct AcceptanceProfile {
+  static constexpr int kPositions = 16;
+  std::array<float, kPositions> tried{};
+  std::array<float, kPositions> accepted{};
+  double base = 0.0;
+  float prior_weight = 1.0f;
+
+  // Every position at rate `alpha`, worth `weight` rounds of evidence.
+  static AcceptanceProfile Constant(double alpha, double weight);
+  // h_k: the rate of accepting draft k (>= 1) after drafts 1..k-1.
+  double Rate(int32_t k) const;
+  // Expected tokens emitted by a round of `gamma` drafts (>= 0): the
+  // accepted drafts plus the correction / bonus token.
+  double ExpectedTokens(int32_t gamma) const;
+};
+
 struct GammaControllerConfig {
   int32_t max_gamma = 8;            // [1, 64]
-  double prior_acceptance = 0.6;    // alpha before a sequence has history
-  double acceptance_decay = 0.8;    // weight of the old alpha per round
+  double prior_acceptance = 0.6;    // first-draft rate before any round
+  double acceptance_decay = 0.8;    // weight of a sequence's old counts per round
   double cost_decay = 0.95;         // weight of old steps in the cost fit
   // Cost model before any step was seen: a + b*n with these. (After one
   // size of step only, b is taken as 1/16 of the mean step.)
@@ -37,8 +62,8 @@ struct GammaControllerConfig {
   double prior_per_token_ms = 1.0;
 };
 
-// Expected tokens emitted by one speculative round: accepted drafts plus
-// the correction / bonus token. alpha in [0, 1], gamma >= 0.
+// Expected tokens emitted by one speculative round with one acceptance rate
+// alpha in [0, 1] at every position (drafts accepted independently).
 double ExpectedTokensPerRound(double alpha, int32_t gamma);
 
 class GammaController {
@@ -63,17 +88,20 @@ class GammaController {
   double fixed_ms() const;
   double per_token_ms() const;
 
-  // Gamma for a sequence with acceptance rate `alpha` in a step that
+  // Gamma for a sequence with acceptance `profile` in a step that
   // computes `batch_tokens` tokens (>= 1) and generates for
   // `batch_sequences` sequences (>= 1, this one included); 0 = plain.
-  int32_t Choose(double alpha, int64_t batch_tokens, int64_t batch_sequences) const;
+  int32_t Choose(const AcceptanceProfile& profile, int64_t batch_tokens,
+                 int64_t batch_sequences) const;
 
-  // Folds one round's outcome (accepted of proposed) into `alpha`, and
-  // into the acceptance rate of all sequences (the prior of new ones).
-  double UpdateAcceptance(double alpha, int32_t accepted, int32_t proposed);
-  // What a new sequence starts from: the running acceptance rate over every
-  // round so far (the draft's typical quality on this traffic), or the
-  // configured prior before any round.
+  // What a new sequence starts from: no counts of its own, and the first
+  // position's rate over every round so far as its base.
+  AcceptanceProfile NewProfile() const;
+  // Folds one round's outcome (`accepted` of `proposed` drafts) into
+  // `profile`, and into the profile of all sequences.
+  void UpdateAcceptance(AcceptanceProfile& profile, int32_t accepted, int32_t proposed);
+  // The running share of draft tokens accepted over every round (the
+  // configured prior before any): for logs and metrics.
   double prior_acceptance() const { return global_acceptance_; }
 
  private:
@@ -86,6 +114,7 @@ class GammaController {
   double draft_ms_ = 0;
   bool draft_seen_ = false;
   double global_acceptance_;
+  AcceptanceProfile global_profile_;
 };
 
 }  // namespace tandem::coordinator
