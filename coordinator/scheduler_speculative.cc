@@ -49,6 +49,7 @@ void Scheduler::ProposeDrafts() {
 
   std::vector<DraftRequest> requests;
   std::vector<Sequence*> asking;
+  int64_t drafted = 0;
   // Auto gamma before the draft's cost is known: one sequence probes the
   // draft (gamma >= 1), the same one while it can, so the draft pays one
   // prompt prefill and the next calls measure its steady cost.
@@ -78,11 +79,14 @@ void Scheduler::ProposeDrafts() {
     if (probing && seq != probe) continue;
     int32_t gamma = r->request.num_speculative_tokens.value_or(speculation_.num_speculative_tokens);
     if (gamma == 0) {
-      gamma = gamma_controller_.Choose(seq->acceptance, std::max<int64_t>(1, batch_tokens),
+      // The step as it stands: plain tokens plus the drafts chosen so far.
+      gamma = gamma_controller_.Choose(seq->acceptance,
+                                       std::max<int64_t>(1, batch_tokens + drafted),
                                        std::max<int64_t>(1, batch_sequences));
       if (probing) gamma = std::max(gamma, 1);
     }
     gamma = std::min(gamma, room);
+    if (gamma >= 1) drafted += gamma;
     if (gamma < 1) continue;
     if (seq->draft_len >= len) {
       // The draft already saw the last token (a proposal that did not make

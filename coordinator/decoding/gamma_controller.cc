@@ -13,8 +13,9 @@ double ExpectedTokensPerRound(double alpha, int32_t gamma) {
 
 namespace {
 
-// Decay of the global counts per round.
+// Decay of the global counts per round; of a step size's mean time per step.
 constexpr float kGlobalKeep = 0.98f;
+constexpr double kSizeKeep = 0.8;
 
 void Fold(AcceptanceProfile& p, int32_t accepted, int32_t proposed, float keep) {
   for (int i = 0; i < AcceptanceProfile::kPositions; ++i) {
@@ -86,6 +87,16 @@ void GammaController::ObserveStep(int64_t num_tokens, double forward_ms) {
   wy_ = d * wy_ + forward_ms;
   wxx_ = d * wxx_ + x * x;
   wxy_ = d * wxy_ + x * forward_ms;
+  if (num_tokens <= kMeasuredSizes) {
+    double& m = size_ms_[num_tokens];
+    m = m > 0.0 ? kSizeKeep * m + (1.0 - kSizeKeep) * forward_ms : forward_ms;
+  }
+}
+
+double GammaController::StepMs(int64_t num_tokens) const {
+  num_tokens = std::max<int64_t>(1, num_tokens);
+  if (num_tokens <= kMeasuredSizes && size_ms_[num_tokens] > 0.0) return size_ms_[num_tokens];
+  return fixed_ms() + per_token_ms() * static_cast<double>(num_tokens);
 }
 
 void GammaController::ObserveDraft(int32_t positions, double ms) {
@@ -103,9 +114,13 @@ double GammaController::per_token_ms() const {
   if (SlopeIdentified()) {
     return std::max(0.0, (w_ * wxy_ - wx_ * wy_) / (w_ * wxx_ - wx_ * wx_));
   }
-  // Steps of one size only (a single stream decoding): assume small steps
-  // are latency-bound, the extra token costing 1/16 of the mean step, so
-  // speculation gets tried and the steps it makes identify the slope.
+  // Too few step sizes to fit a slope (a single stream decoding, maybe
+  // after its prefill): assume small steps are latency-bound, an extra
+  // token costing 1/16 of the smallest step measured (else of the mean
+  // step), so speculation gets tried and its steps identify the slope.
+  for (int n = 1; n <= kMeasuredSizes; ++n) {
+    if (size_ms_[n] > 0.0) return size_ms_[n] / 16.0;
+  }
   if (w_ > 0.0) return (wy_ / w_) / 16.0;
   return config_.prior_per_token_ms;
 }
@@ -113,14 +128,19 @@ double GammaController::per_token_ms() const {
 double GammaController::fixed_ms() const {
   if (w_ <= 0.0) return config_.prior_fixed_ms;
   const double b = per_token_ms();
+  if (!SlopeIdentified()) {
+    // The line through the smallest measured step (see per_token_ms).
+    for (int n = 1; n <= kMeasuredSizes; ++n) {
+      if (size_ms_[n] > 0.0) return std::max(0.0, size_ms_[n] - b * n);
+    }
+  }
   return std::max(0.0, (wy_ - b * wx_) / w_);
 }
 
 int32_t GammaController::Choose(const AcceptanceProfile& profile, int64_t batch_tokens,
                                 int64_t batch_sequences) const {
-  const double a = fixed_ms();
-  const double b = per_token_ms();
-  const double step = a + b * static_cast<double>(std::max<int64_t>(1, batch_tokens));
+  const int64_t n = std::max<int64_t>(1, batch_tokens);
+  const double step = StepMs(n);
   if (!(step > 0.0)) return config_.max_gamma;
   const double s = static_cast<double>(std::max<int64_t>(1, batch_sequences));
   int32_t best = 0;
@@ -130,7 +150,8 @@ int32_t GammaController::Choose(const AcceptanceProfile& profile, int64_t batch_
   double best_gain = 1.05;
   for (int32_t g = 1; g <= config_.max_gamma; ++g) {
     const double gain =
-        (s - 1.0 + profile.ExpectedTokens(g)) / s * step / (step + g * (b + draft_ms_));
+        (s - 1.0 + profile.ExpectedTokens(g)) / s * step /
+        (std::max(step, StepMs(n + g)) + g * draft_ms_);
     // A deeper round must pay for itself clearly (noise in alpha and beta).
     if (gain > best_gain * 1.02 || (best == 0 && gain > best_gain)) {
       best = g;

@@ -2,13 +2,16 @@
 // should propose this step so that speculation never makes the server
 // slower ("--num-speculative-tokens auto").
 //
-// Model. A step that computes n tokens costs about T = a + b*n (fitted
-// online from the worker's forward times: exponentially weighted least
-// squares). A sequence whose drafts are accepted with probability alpha
+// Model. A step that computes n tokens costs T(n): the running mean of the
+// steps of exactly n tokens seen so far (n <= kMeasuredSizes), else a + b*n
+// fitted online from all forward times (exponentially weighted least
+// squares). Measured sizes catch what a line misses (a verification of many
+// positions costing more per token than a small batch, say); sizes not seen
+// yet are predicted by the line, tried, and then known. A sequence whose drafts are accepted with probability alpha
 // emits E(g) = (1 - alpha^(g+1)) / (1 - alpha) tokens per round with gamma
 // g and adds g tokens to the step, which every sequence in it waits for. In
 // a step of n tokens generating for S sequences, the batch's output rate
-// changes by the factor (S - 1 + E(g)) / S * T / (T + g*b + g*c), where c
+// changes by the factor (S - 1 + E(g)) / S * T(n) / (T(n + g) + g*c), where c
 // is what drafting one more position costs (measured per Propose call:
 // about 0 for n-gram, a forward of the draft model otherwise): gamma is the g
 // in [0, max_gamma] maximizing it, and 0 (plain decoding) unless that
@@ -84,13 +87,17 @@ class GammaController {
   // draft's prefill for every sequence on a guess.
   bool draft_cost_known() const { return draft_seen_; }
 
-  // The step cost model: fixed and per-token milliseconds (both >= 0).
+  // The step cost model: fixed and per-token milliseconds of the line (both
+  // >= 0), and the predicted milliseconds of a step of n tokens.
   double fixed_ms() const;
   double per_token_ms() const;
+  double StepMs(int64_t num_tokens) const;
+  static constexpr int kMeasuredSizes = 64;
 
   // Gamma for a sequence with acceptance `profile` in a step that
-  // computes `batch_tokens` tokens (>= 1) and generates for
-  // `batch_sequences` sequences (>= 1, this one included); 0 = plain.
+  // computes `batch_tokens` tokens (>= 1; the drafts of sequences already
+  // decided included) and generates for `batch_sequences` sequences (>= 1,
+  // this one included); 0 = plain.
   int32_t Choose(const AcceptanceProfile& profile, int64_t batch_tokens,
                  int64_t batch_sequences) const;
 
@@ -111,6 +118,8 @@ class GammaController {
   GammaControllerConfig config_;
   // Exponentially weighted sums for the least-squares fit ms = a + b*n.
   double w_ = 0, wx_ = 0, wy_ = 0, wxx_ = 0, wxy_ = 0;
+  // Running mean step time per size 1..kMeasuredSizes (0 = not seen).
+  std::array<double, kMeasuredSizes + 1> size_ms_{};
   double draft_ms_ = 0;
   bool draft_seen_ = false;
   double global_acceptance_;

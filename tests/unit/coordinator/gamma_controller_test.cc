@@ -38,6 +38,22 @@ TEST(GammaControllerTest, FitsTheStepCost) {
   EXPECT_NEAR(c.per_token_ms(), 0.5, 1e-9);
 }
 
+// Steps of sizes seen are predicted by what they cost, not by the line: here
+// steps past 4 tokens cost twice what the line through all sizes says, and
+// the choice stops below them.
+TEST(GammaControllerTest, MeasuredStepSizesOverrideTheLine) {
+  GammaController c;
+  auto cost = [](int64_t n) { return n <= 4 ? 3.0 + 0.5 * n : 2.0 * (3.0 + 0.5 * n); };
+  for (int i = 0; i < 60; ++i) {
+    const int64_t n = 1 + i % 9;
+    c.ObserveStep(n, cost(n));
+  }
+  for (int64_t n = 1; n <= 9; ++n) EXPECT_NEAR(c.StepMs(n), cost(n), 1e-6) << n;
+  EXPECT_NEAR(c.StepMs(30), c.fixed_ms() + 30 * c.per_token_ms(), 1e-9);  // never seen
+  AcceptanceProfile certain = AcceptanceProfile::Constant(1.0, 4.0);
+  EXPECT_EQ(c.Choose(certain, 1, 1), 3);  // 4-token steps; 5 cost twice as much
+}
+
 TEST(GammaControllerTest, LatencyBoundStepsSpeculateComputeBoundOnesDoNot) {
   GammaController latency_bound;  // a step costs 50 ms + 0.1 ms per token
   GammaController compute_bound;  // 1 ms + 5 ms per token
