@@ -10,17 +10,27 @@ every run produces the same tokens (checked). One stream = one request per
 `tandem run` (decode rate after the first token, averaged over the set);
 16 streams = 16 requests decoding together (aggregate tokens/s).
 
+With --cluster the same is measured through the cluster instead: one
+`tandem up --tp 1` per draft kind (a tandem-draft worker of that kind; plain:
+--no-draft), driven by `tandem bench --dataset` (1 stream: decode rate =
+1000 / mean TPOT over the set's first 4 prompts; 16 streams: aggregate output
+tokens/s) and `tandem generate --requests` for the identity check; the
+acceptance comes from the coordinator's counters (tandem bench's report).
+
   python3 bench/speculative_bench.py [--kinds ngram,layer-skip:20,model]
-      [--gamma auto] [--max-tokens 96] [--out FILE.json]
-Needs build/bin/tandem and the model (scripts/build.sh, scripts/fetch-model.sh).
+      [--gamma auto] [--max-tokens 96] [--cluster] [--out FILE.json]
+Needs build/bin/tandem (and, with --cluster, tandem-worker, tandem-coordinator,
+tandem-draft) and the model (scripts/build.sh, scripts/fetch-model.sh).
 """
 import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "build", "bin", "tandem")
@@ -54,10 +64,7 @@ CHAT = ["Write a short story about a lighthouse keeper.", "Explain how a rainbow
 
 def run(requests, extra, max_tokens, tmp):
     path = os.path.join(tmp, "r.jsonl")
-    with open(path, "w") as f:
-        for text in requests:
-            f.write(json.dumps({"messages": [{"role": "user", "content": text}],
-                                "max_tokens": max_tokens, "temperature": 0}) + "\n")
+    write_requests(path, requests, max_tokens)
     out = subprocess.run([BIN, "run", "--model", MODEL, "--requests", path] + extra,
                          capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
@@ -87,13 +94,133 @@ def measure(prompts, streams, extra, max_tokens, tmp):
     return tokens, agg, acc[0], acc[1], acc[2]
 
 
+def write_requests(path, prompts, max_tokens):
+    with open(path, "w") as f:
+        for text in prompts:
+            f.write(json.dumps({"messages": [{"role": "user", "content": text}],
+                                "max_tokens": max_tokens, "temperature": 0}) + "\n")
+
+
+class Cluster:
+    """`tandem up --tp 1` with a draft worker of `kind` (None: no draft)."""
+
+    def __init__(self, kind, gamma, tmp):
+        self.log = open(os.path.join(tmp, "up.log"), "w+")
+        draft = ["--no-draft"] if kind is None else ["--speculative", kind,
+                                                     "--num-speculative-tokens", gamma]
+        self.proc = subprocess.Popen([BIN, "up", "--model", MODEL, "--tp", "1", "--port", "0"]
+                                     + draft, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.addr = None
+        deadline = time.time() + 180
+        while time.time() < deadline and self.addr is None:
+            if self.proc.poll() is not None:
+                self.log.seek(0)
+                sys.exit(f"tandem up {draft} exited: {self.log.read()[-2000:]}")
+            self.log.seek(0)
+            m = re.search(r"^tandem up: serving on (\S+)", self.log.read(), re.M)
+            if m:
+                self.addr = m.group(1)
+            else:
+                time.sleep(0.5)
+        if self.addr is None:
+            self.stop()
+            sys.exit(f"tandem up {draft} not serving within 180 s")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+    def tokens(self, path, streams):
+        out = subprocess.run([BIN, "generate", "--addr", self.addr, "--requests", path,
+                              "--concurrency", str(streams), "--json"],
+                             capture_output=True, text=True, timeout=1800)
+        if out.returncode != 0:
+            sys.exit(f"tandem generate failed: {out.stderr[-2000:]}")
+        return [json.loads(line)["token_ids"] for line in out.stdout.splitlines() if line.strip()]
+
+    def bench(self, path, streams, n, tmp):
+        report = os.path.join(tmp, "bench.json")
+        out = subprocess.run([BIN, "bench", "--addr", self.addr, "--dataset", path,
+                              "--concurrency", str(streams), "--num-requests", str(n),
+                              "--out", report], capture_output=True, text=True, timeout=1800)
+        if out.returncode != 0:
+            sys.exit(f"tandem bench failed: {out.stderr[-2000:]}")
+        with open(report) as f:
+            return json.load(f)
+
+
+def cluster_measure(cluster, prompts, streams, max_tokens, tmp):
+    """Like measure(), through the cluster."""
+    path = os.path.join(tmp, "r.jsonl")
+    chosen = prompts[:4] if streams == 1 else prompts[:streams]
+    write_requests(path, chosen, max_tokens)
+    tokens = cluster.tokens(path, streams)
+    r = cluster.bench(path, streams, len(chosen), tmp)
+    rate = 1000.0 / r["tpot_ms"]["mean"] if streams == 1 else r["output_tokens_per_s"]
+    sp = r.get("speculation") or {}
+    return (tokens, rate, sp.get("num_accepted_tokens", 0), sp.get("num_draft_tokens", 0),
+            sp.get("tokens_per_round", 1.0))
+
+
+def main_cluster(args):
+    rows = []
+    kinds = args.kinds.split(",")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in [None] + kinds:
+            cluster = Cluster(kind, args.gamma, tmp)
+            try:
+                for set_name, prompts in (("extraction", EXTRACTION), ("chat", CHAT)):
+                    for streams in (1, 16):
+                        results[(kind, set_name, streams)] = cluster_measure(
+                            cluster, prompts, streams, args.max_tokens, tmp)
+            finally:
+                cluster.stop()
+    for set_name in ("extraction", "chat"):
+        for streams in (1, 16):
+            base_tokens, base_rate = results[(None, set_name, streams)][:2]
+            for kind in kinds:
+                tokens, rate, acc, drafted, tpr = results[(kind, set_name, streams)]
+                rows.append(report_row(set_name, streams, kind, args.gamma, base_tokens,
+                                       base_rate, tokens, rate, acc, drafted, tpr))
+    return rows
+
+
+def report_row(set_name, streams, kind, gamma, base_tokens, base_rate, tokens, rate, acc,
+               drafted, tpr):
+    row = dict(set=set_name, streams=streams, kind=kind, gamma=gamma,
+               plain_tokens_per_s=round(base_rate, 1), speculative_tokens_per_s=round(rate, 1),
+               speedup=round(rate / base_rate, 2),
+               acceptance=round(acc / drafted, 3) if drafted else None,
+               tokens_per_round=round(tpr, 2), identical=tokens == base_tokens)
+    print(f"{set_name:10s} streams={streams:2d} {kind:14s} plain {base_rate:7.1f} "
+          f"spec {rate:7.1f} tok/s  x{rate / base_rate:4.2f}  acceptance "
+          f"{row['acceptance']}  tokens/round {tpr:.2f}  identical {row['identical']}",
+          flush=True)
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kinds", default="ngram,layer-skip:20,model")
     ap.add_argument("--gamma", default="auto")
     ap.add_argument("--max-tokens", type=int, default=96)
+    ap.add_argument("--cluster", action="store_true")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    rows = main_cluster(args) if args.cluster else main_local(args)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+def main_local(args):
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for set_name, prompts in (("extraction", EXTRACTION), ("chat", CHAT)):
@@ -103,20 +230,9 @@ def main():
                     extra = ["--speculative", kind, "--num-speculative-tokens", args.gamma]
                     tokens, rate, acc, drafted, tpr = measure(prompts, streams, extra,
                                                               args.max_tokens, tmp)
-                    row = dict(set=set_name, streams=streams, kind=kind, gamma=args.gamma,
-                               plain_tokens_per_s=round(base_rate, 1),
-                               speculative_tokens_per_s=round(rate, 1),
-                               speedup=round(rate / base_rate, 2),
-                               acceptance=round(acc / drafted, 3) if drafted else None,
-                               tokens_per_round=round(tpr, 2), identical=tokens == base_tokens)
-                    rows.append(row)
-                    print(f"{set_name:10s} streams={streams:2d} {kind:14s} plain {base_rate:7.1f} "
-                          f"spec {rate:7.1f} tok/s  x{rate / base_rate:4.2f}  acceptance "
-                          f"{row['acceptance']}  tokens/round {tpr:.2f}  identical "
-                          f"{row['identical']}", flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(rows, f, indent=1)
+                    rows.append(report_row(set_name, streams, kind, args.gamma, base_tokens,
+                                           base_rate, tokens, rate, acc, drafted, tpr))
+    return rows
 
 
 if __name__ == "__main__":

@@ -209,7 +209,10 @@ std::vector<GroupStepCounters> StepCounters(const pb::ModelInfoResponse& info) {
     groups.push_back({.address = g.address(),
                       .num_steps = g.num_steps(),
                       .step_ms = g.step_ms(),
-                      .worker_step_ms = g.worker_step_ms()});
+                      .worker_step_ms = g.worker_step_ms(),
+                      .num_speculative_rounds = g.num_speculative_rounds(),
+                      .num_draft_tokens = g.num_draft_tokens(),
+                      .num_accepted_tokens = g.num_accepted_tokens()});
   }
   return groups;
 }
@@ -224,6 +227,21 @@ json StepOverheadJson(const std::optional<StepOverhead>& o) {
           {"mean_step_ms", o->mean_step_ms()},
           {"mean_worker_step_ms", o->mean_worker_step_ms()},
           {"overhead_share", o->overhead_share()}};
+}
+
+// The run's speculation (null without step counters or without rounds):
+// acceptance = accepted / verified drafts, tokens per round = 1 + accepted
+// / rounds.
+json SpeculationJson(const std::optional<StepOverhead>& o) {
+  if (!o || o->num_speculative_rounds == 0) return nullptr;
+  const double rounds = static_cast<double>(o->num_speculative_rounds);
+  return {{"num_rounds", o->num_speculative_rounds},
+          {"num_draft_tokens", o->num_draft_tokens},
+          {"num_accepted_tokens", o->num_accepted_tokens},
+          {"acceptance", o->num_draft_tokens > 0 ? static_cast<double>(o->num_accepted_tokens) /
+                                                       static_cast<double>(o->num_draft_tokens)
+                                                 : 0.0},
+          {"tokens_per_round", 1.0 + static_cast<double>(o->num_accepted_tokens) / rounds}};
 }
 
 json SummaryJson(const LatencySummary& s) {
@@ -269,6 +287,7 @@ json Report(const BenchOptions& o, const std::vector<RequestRecord>& records, do
   j["itl_ms"] = SummaryJson(ToMs(itl));
   j["e2e_ms"] = SummaryJson(ToMs(e2e));
   j["step_overhead"] = StepOverheadJson(overhead);
+  j["speculation"] = SpeculationJson(overhead);
   j["options"] = {{"addr", o.addr},
                   {"concurrency", o.concurrency},
                   {"request_rate", o.request_rate},
@@ -313,6 +332,12 @@ void PrintTable(const json& r) {
                 so["mean_worker_step_ms"].get<double>());
     std::printf("%-32s %.2f %%\n", "Coordinator<->worker overhead:",
                 100.0 * so["overhead_share"].get<double>());
+  }
+  const json& sp = r["speculation"];
+  if (!sp.is_null()) {
+    std::printf("%-32s %lld rounds, %.1f %% accepted, %.2f tokens/round\n", "Speculation:",
+                sp["num_rounds"].get<long long>(), 100.0 * sp["acceptance"].get<double>(),
+                sp["tokens_per_round"].get<double>());
   }
   std::printf("======================================\n");
   std::fflush(stdout);

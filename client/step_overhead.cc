@@ -14,7 +14,8 @@ std::optional<StepOverhead> StepOverheadBetween(std::span<const GroupStepCounter
       }
     }
     if (now.num_steps < start.num_steps || now.step_ms < start.step_ms ||
-        now.worker_step_ms < start.worker_step_ms) {
+        now.worker_step_ms < start.worker_step_ms ||
+        now.num_speculative_rounds < start.num_speculative_rounds) {
       start = GroupStepCounters();  // counters restarted: a new group at the same address
     }
     const int64_t num_steps = now.num_steps - start.num_steps;
@@ -23,6 +24,9 @@ std::optional<StepOverhead> StepOverheadBetween(std::span<const GroupStepCounter
     total.num_steps += num_steps;
     total.step_ms += now.step_ms - start.step_ms;
     total.worker_step_ms += now.worker_step_ms - start.worker_step_ms;
+    total.num_speculative_rounds += now.num_speculative_rounds - start.num_speculative_rounds;
+    total.num_draft_tokens += now.num_draft_tokens - start.num_draft_tokens;
+    total.num_accepted_tokens += now.num_accepted_tokens - start.num_accepted_tokens;
   }
   if (total.num_steps == 0 || total.step_ms <= 0) return std::nullopt;
   return total;

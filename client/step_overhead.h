@@ -18,6 +18,10 @@ struct GroupStepCounters {
   int64_t num_steps = 0;      // scheduler steps run on the group
   double step_ms = 0;         // their wall time in the coordinator
   double worker_step_ms = 0;  // the part the workers reported spending inside them
+  // Speculative decoding: verification rounds, drafts verified and accepted.
+  int64_t num_speculative_rounds = 0;
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
 };
 
 // What the run's steps cost, summed over every group.
@@ -26,6 +30,9 @@ struct StepOverhead {
   int64_t num_steps = 0;
   double step_ms = 0;
   double worker_step_ms = 0;
+  int64_t num_speculative_rounds = 0;
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
 
   double mean_step_ms() const { return step_ms / static_cast<double>(num_steps); }
   double mean_worker_step_ms() const { return worker_step_ms / static_cast<double>(num_steps); }
