@@ -128,10 +128,11 @@ pb::GenerateRequest GenerateRequestProto(const JsonRequest& r) {
   if (r.beam.has_value()) {
     g.set_decoding_mode(pb::DECODING_MODE_BEAM_SEARCH);
     coordinator::BeamSearchParamsToProto(*r.beam, g.mutable_beam_search());
-  } else if (r.num_speculative_tokens.has_value()) {
+  } else if (r.num_speculative_tokens.has_value() || !r.draft.empty()) {
     g.set_decoding_mode(pb::DECODING_MODE_SPECULATIVE);
-    g.mutable_speculative()->set_off(*r.num_speculative_tokens == 0);
-    g.mutable_speculative()->set_num_speculative_tokens(*r.num_speculative_tokens);
+    g.mutable_speculative()->set_off(r.num_speculative_tokens == 0);
+    g.mutable_speculative()->set_num_speculative_tokens(r.num_speculative_tokens.value_or(0));
+    g.mutable_speculative()->set_draft(r.draft);
   } else {
     g.set_decoding_mode(pb::DECODING_MODE_SAMPLING);
   }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
+#include "draft/speculative_spec.h"
 
 namespace tandem::client {
 namespace {
@@ -176,6 +177,10 @@ absl::StatusOr<JsonRequest> ParseJsonRequest(const std::string& line,
             "num_speculative_tokens %d is out of range: must be in [0, 64] (0 = off)", n));
       }
       r.num_speculative_tokens = n;
+    } else if (key == "draft") {
+      if (!v.is_string()) return TypeError(key, "a draft kind", v);
+      r.draft = v.get<std::string>();
+      if (absl::Status s = draft::ValidateRequestedDraft(r.draft); !s.ok()) return s;
     } else if (key == "num_beams") {
       TANDEM_ASSIGN_FIELD(beam.num_beams, GetInt32(j, key));
     } else if (key == "num_beam_groups") {

@@ -31,6 +31,9 @@ struct JsonRequest {
   // "num_speculative_tokens": 0 turns speculation off for this request, N > 0
   // fixes its depth; unset → the server's setting.
   std::optional<int32_t> num_speculative_tokens;
+  // "draft": the draft kind for this request (ngram, layer-skip[:L] or
+  // model); empty → the server's draft.
+  std::string draft;
 };
 
 // `defaults` (and `beam_defaults`, the command line's beam flags) supply

@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "draft/proposer_factory.h"
 #include "draft/speculative_spec.h"
+#include "coordinator/draft_pool_set.h"
 #include "coordinator/local_draft_pool.h"
 #include "coordinator/local_worker_group.h"
 #include "coordinator/scheduler.h"
@@ -118,7 +119,7 @@ int RunCommand(const RunOptions& o) {
   // Beam search streams whole best-beam texts that replace each other:
   // printed once done instead.
   // The in-process draft of --speculative (its K/V budget beside the target's).
-  std::unique_ptr<coordinator::LocalDraftPool> draft_pool;
+  std::unique_ptr<coordinator::DraftPool> deployment_draft;
   if (!o.speculative.empty()) {
     absl::StatusOr<draft::SpeculativeSpec> spec = draft::ParseSpeculativeSpec(o.speculative);
     if (!spec.ok()) return fail(spec.status());
@@ -131,16 +132,29 @@ int RunCommand(const RunOptions& o) {
     po.eos_token_ids = (*tok)->EndOfGenerationIds();
     absl::StatusOr<std::unique_ptr<draft::Proposer>> proposer = draft::MakeProposer(po);
     if (!proposer.ok()) return fail(proposer.status());
-    draft_pool = std::make_unique<coordinator::LocalDraftPool>(*std::move(proposer));
+    deployment_draft = std::make_unique<coordinator::LocalDraftPool>(*std::move(proposer));
   }
+  // Requests naming "draft": "ngram" speculate with an in-process n-gram
+  // draft whatever --speculative says.
+  draft::ProposerOptions ngram_options;
+  ngram_options.spec.kind = draft::ProposerKind::kNgram;
+  ngram_options.block_size = o.block_size;
+  ngram_options.vocab_size = (*tok)->vocab_size();
+  ngram_options.eos_token_ids = (*tok)->EndOfGenerationIds();
+  coordinator::DraftPoolSet draft_pool(
+      std::move(deployment_draft), [ngram_options]() -> std::unique_ptr<coordinator::DraftPool> {
+        absl::StatusOr<std::unique_ptr<draft::Proposer>> p = draft::MakeProposer(ngram_options);
+        CHECK(p.ok(), "the n-gram draft failed to start: %s", p.status().ToString());
+        return std::make_unique<coordinator::LocalDraftPool>(*std::move(p));
+      });
   const bool stream_text =
       !o.json && !o.requests_file && o.params.n == 1 && !BeamIfRequested(o.beam).has_value();
   CliObserver observer(stream_text);
   coordinator::Scheduler scheduler(sched_config, group->get(), tok->get(), &observer);
-  if (draft_pool != nullptr) {
+  {
     coordinator::SpeculationConfig spec_config;
     spec_config.num_speculative_tokens = o.num_speculative_tokens;
-    scheduler.set_draft_pool(draft_pool.get(), spec_config);
+    scheduler.set_draft_pool(&draft_pool, spec_config);
   }
 
   // Build and submit every request; a rejected one gets an error line.
@@ -166,6 +180,7 @@ int RunCommand(const RunOptions& o) {
     g.priority = requests[i].priority;
     g.beam = requests[i].beam;
     g.num_speculative_tokens = requests[i].num_speculative_tokens;
+    g.draft = requests[i].draft;
     absl::Status status = ids.status();
     if (ids.ok()) {
       g.prompt_tokens = *std::move(ids);
@@ -228,11 +243,11 @@ int RunCommand(const RunOptions& o) {
                              st.num_preemptions)
                  .c_str(),
              stderr);
-  if (draft_pool != nullptr) {
+  if (!o.speculative.empty() || st.num_speculative_rounds > 0) {
     std::fprintf(stderr,
                  "tandem run: speculative (%s): %lld rounds, %lld of %lld draft tokens accepted "
                  "(%.1f%%), %.2f tokens per round\n",
-                 draft_pool->name().c_str(), static_cast<long long>(st.num_speculative_rounds),
+                 draft_pool.name().c_str(), static_cast<long long>(st.num_speculative_rounds),
                  static_cast<long long>(st.num_accepted_tokens),
                  static_cast<long long>(st.num_draft_tokens),
                  st.num_draft_tokens > 0 ? 100.0 * st.num_accepted_tokens / st.num_draft_tokens : 0.0,

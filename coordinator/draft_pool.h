@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/strong_id.h"
@@ -33,6 +34,9 @@ struct DraftRequest {
   const sampling::SamplingParams* params = nullptr;  // how the draft draws
   uint64_t seed = 0;
   uint64_t stream = 0;
+  // The draft kind the request named (draft::ValidateRequestedDraft); empty
+  // = the deployment's draft.
+  std::string_view kind;
 };
 
 struct DraftProposal {
@@ -52,6 +56,9 @@ class DraftPool {
   virtual bool Release(SeqId seq, int32_t keep_length) = 0;
   // What drafts ("ngram", "draft workers at ...") for logs.
   virtual std::string name() const = 0;
+  // Whether sequences of requests naming draft kind `kind` (empty: the
+  // deployment's draft) can be drafted here now.
+  virtual bool Serves(std::string_view kind) const = 0;
 };
 
 }  // namespace tandem::coordinator

@@ -1,5 +1,7 @@
 #include "coordinator/draft_worker_set.h"
 
+#include "draft/speculative_spec.h"
+
 #include <algorithm>
 
 #include "absl/container/flat_hash_set.h"
@@ -96,12 +98,17 @@ std::vector<DraftWorkerStatusSnapshot> DraftWorkerSet::Statuses() const {
   return out;
 }
 
-std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> DraftWorkerSet::Healthy()
-    const {
+std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> DraftWorkerSet::Healthy(
+    std::string_view requested_kind) const {
   std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> out;
   absl::MutexLock lock(&mutex_);
   for (const auto& w : workers_) {
-    if (w->healthy) out.emplace_back(w->address, w->channel);
+    if (!w->healthy) continue;
+    if (!requested_kind.empty() &&
+        !draft::DraftKindMatches(requested_kind, draft::DraftKindOfName(w->model_name))) {
+      continue;
+    }
+    out.emplace_back(w->address, w->channel);
   }
   return out;
 }

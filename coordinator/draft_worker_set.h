@@ -45,8 +45,11 @@ class DraftWorkerSet {
   std::vector<DraftWorkerStatusSnapshot> Statuses() const;
   // Known and healthy workers.
   int32_t num_healthy() const;
-  // The healthy workers' addresses and channels (for DraftPool RPCs).
-  std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> Healthy() const;
+  // The healthy workers' addresses and channels (for DraftPool RPCs); with
+  // `requested_kind` (draft::ValidateRequestedDraft) only workers of that
+  // kind.
+  std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> Healthy(
+      std::string_view requested_kind = {}) const;
   // A call to `address` failed: unhealthy until the next Reconcile finds it
   // answering again.
   void MarkUnhealthy(const std::string& address);

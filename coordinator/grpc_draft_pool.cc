@@ -21,15 +21,20 @@ GrpcDraftPool::GrpcDraftPool(DraftWorkerSet* workers, absl::Duration timeout)
       timeout_(timeout),
       id_base_(static_cast<int64_t>(std::random_device()() & 0x7FFFFFFFu) << 32) {}
 
-const GrpcDraftPool::Assigned* GrpcDraftPool::WorkerFor(SeqId seq, int32_t start_pos) {
-  auto healthy = workers_->Healthy();
+bool GrpcDraftPool::Serves(std::string_view kind) const {
+  return kind.empty() || !workers_->Healthy(kind).empty();
+}
+
+const GrpcDraftPool::Assigned* GrpcDraftPool::WorkerFor(SeqId seq, int32_t start_pos,
+                                                        std::string_view kind) {
   auto it = assigned_.find(seq);
   if (it != assigned_.end()) {
-    for (const auto& [address, channel] : healthy) {
+    for (const auto& [address, channel] : workers_->Healthy()) {
       if (address == it->second.address) return &it->second;
     }
     return nullptr;  // its draft state is on a worker that is gone
   }
+  auto healthy = workers_->Healthy(kind);
   if (start_pos != 0 || healthy.empty()) return nullptr;
   const std::pair<std::string, std::shared_ptr<grpc::Channel>>* best = nullptr;
   int64_t best_load = std::numeric_limits<int64_t>::max();
@@ -74,7 +79,7 @@ std::vector<DraftProposal> GrpcDraftPool::Propose(std::span<const DraftRequest> 
   absl::flat_hash_map<std::string, Call> calls;
   for (size_t i = 0; i < requests.size(); ++i) {
     const DraftRequest& r = requests[i];
-    const Assigned* worker = WorkerFor(r.seq, r.start_pos);
+    const Assigned* worker = WorkerFor(r.seq, r.start_pos, r.kind);
     if (worker == nullptr) {
       out[i].ok = false;
       continue;

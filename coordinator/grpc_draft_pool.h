@@ -1,6 +1,7 @@
 // GrpcDraftPool: a DraftPool over the tandem-draft workers DraftWorkerSet
 // knows. A new sequence goes to the healthy worker holding the fewest
-// sequences and stays there (its draft KV lives there). Each Propose sends
+// sequences (of the draft kind its request named, if any) and stays there
+// (its draft KV lives there). Each Propose sends
 // one tandem.v1.Draft.Propose per worker involved; a failed call marks the
 // worker unhealthy and fails its sequences (ok = false: they decode plainly
 // from then on), so a dying draft worker never fails a request.
@@ -30,6 +31,7 @@ class GrpcDraftPool : public DraftPool {
   std::vector<DraftProposal> Propose(std::span<const DraftRequest> requests) override;
   bool Release(SeqId seq, int32_t keep_length) override;
   std::string name() const override { return "draft workers"; }
+  bool Serves(std::string_view kind) const override;
 
  private:
   struct Assigned {
@@ -37,9 +39,10 @@ class GrpcDraftPool : public DraftPool {
     std::shared_ptr<grpc::Channel> channel;
   };
 
-  // The worker of `seq`, choosing one for a new sequence (`start_pos` 0);
-  // nullptr when there is none (no healthy worker, or its worker is gone).
-  const Assigned* WorkerFor(SeqId seq, int32_t start_pos);
+  // The worker of `seq`, choosing one of `kind` (empty: any) for a new
+  // sequence (`start_pos` 0); nullptr when there is none (no healthy worker
+  // of that kind, or its worker is gone).
+  const Assigned* WorkerFor(SeqId seq, int32_t start_pos, std::string_view kind);
   // Drops `seq`'s assignment (and its count in load_).
   void Unassign(SeqId seq);
   // Drops every assignment to `address` (the worker is gone).

@@ -1,10 +1,14 @@
 #include "coordinator/inference_service.h"
 
+#include <algorithm>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
 #include "coordinator/decoding/beam_search_proto.h"
+#include "draft/speculative_spec.h"
 #include "common/logging.h"
 #include "engine/sampling/sampling_params.h"
 #include "engine/tokenizer/chat_template.h"
@@ -115,6 +119,29 @@ void InferenceService::OnFinished(const RequestOutput& output) {
   if (it != streams_.end()) it->second->PushFinished(output);
 }
 
+absl::Status InferenceService::CheckRequestedDraft(const std::string& requested) const {
+  if (requested.empty()) return absl::OkStatus();
+  if (absl::Status s = draft::ValidateRequestedDraft(requested); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("speculative.", s.message()));
+  }
+  // n-gram drafting runs in the coordinator for any request.
+  std::vector<std::string> kinds = {"ngram"};
+  if (!local_draft_kind_.empty()) kinds.push_back(local_draft_kind_);
+  if (drafts_ != nullptr) {
+    for (const DraftWorkerStatusSnapshot& d : drafts_->Statuses()) {
+      if (d.healthy) kinds.push_back(draft::DraftKindOfName(d.model_name));
+    }
+  }
+  for (const std::string& kind : kinds) {
+    if (draft::DraftKindMatches(requested, kind)) return absl::OkStatus();
+  }
+  std::sort(kinds.begin(), kinds.end());
+  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "speculative.draft '%s': no draft of that kind runs here (available: %s)", requested,
+      absl::StrJoin(kinds, ", ")));
+}
+
 grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::GenerateRequest& request,
                                    const Emit& emit) {
   if (!admitting_.load()) {
@@ -123,12 +150,7 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
   }
   if (request.decoding_mode() == pb::DECODING_MODE_SPECULATIVE) {
     const pb::SpeculativeOptions& spec = request.speculative();
-    if (!spec.draft().empty()) {
-      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                          absl::StrFormat("speculative.draft '%s': choosing the draft per request "
-                                          "is not supported; the server's draft is used",
-                                          spec.draft()));
-    }
+    if (absl::Status s = CheckRequestedDraft(spec.draft()); !s.ok()) return ToGrpcStatus(s);
     if (spec.num_speculative_tokens() < 0 || spec.num_speculative_tokens() > 64) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           absl::StrFormat("speculative.num_speculative_tokens %d is out of range: "
@@ -154,6 +176,7 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
     } else if (spec.num_speculative_tokens() > 0) {
       native.num_speculative_tokens = spec.num_speculative_tokens();
     }
+    native.draft = spec.draft();
   }
   const RequestId id = native.id;
 

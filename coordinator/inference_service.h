@@ -40,6 +40,10 @@ class InferenceService final : public tandem::v1::Inference::Service, public Req
   // The groups requests run on, whose schedulers report to this service;
   // `drafts` (may be null) the draft workers ModelInfo lists. Both must
   // outlive the server's handlers. Call before serving.
+  // The kind (draft::DraftKindOfName) of the coordinator's in-process draft
+  // (--speculative), if any; with the draft workers and n-gram drafting it
+  // is what a request's speculative.draft may name.
+  void set_local_draft_kind(std::string kind) { local_draft_kind_ = std::move(kind); }
   void set_pool(WorkerGroupPool* pool, const DraftWorkerSet* drafts) {
     pool_ = pool;
     drafts_ = drafts;
@@ -73,6 +77,9 @@ class InferenceService final : public tandem::v1::Inference::Service, public Req
 
   // Parses, submits, drains the stream into `emit` until the request is over;
   // honors the deadline and cancellation.
+  // InvalidArgument unless `requested` (a request's speculative.draft) is
+  // empty or a draft kind that runs here, naming the kinds that do.
+  absl::Status CheckRequestedDraft(const std::string& requested) const;
   grpc::Status Run(grpc::ServerContext* context, const tandem::v1::GenerateRequest& request,
                    const Emit& emit);
   absl::StatusOr<std::vector<int32_t>> PromptTokens(const tandem::v1::GenerateRequest& request) const;
@@ -81,6 +88,7 @@ class InferenceService final : public tandem::v1::Inference::Service, public Req
   WorkerGroupInfo info_;
   WorkerGroupPool* pool_ = nullptr;
   const DraftWorkerSet* drafts_ = nullptr;
+  std::string local_draft_kind_;
   std::atomic<bool> admitting_{true};
   std::atomic<int64_t> next_request_id_{1};
 

@@ -1,5 +1,7 @@
 #include "coordinator/local_draft_pool.h"
 
+#include "draft/speculative_spec.h"
+
 #include "common/logging.h"
 
 namespace tandem::coordinator {
@@ -54,6 +56,11 @@ bool LocalDraftPool::Release(SeqId seq, int32_t keep_length) {
              seq.value(), keep_length, s.ToString());
   (void)proposer_->Release(seq, 0);
   return false;
+}
+
+bool LocalDraftPool::Serves(std::string_view kind) const {
+  return kind.empty() ||
+         draft::DraftKindMatches(kind, draft::DraftKindOfName(proposer_->info().name));
 }
 
 }  // namespace tandem::coordinator

@@ -22,6 +22,7 @@ class LocalDraftPool : public DraftPool {
   std::vector<DraftProposal> Propose(std::span<const DraftRequest> requests) override;
   bool Release(SeqId seq, int32_t keep_length) override;
   std::string name() const override { return proposer_->info().name; }
+  bool Serves(std::string_view kind) const override;
 
   const draft::Proposer& proposer() const { return *proposer_; }
 

@@ -37,6 +37,7 @@
 #include "common/command_line.h"
 #include "common/grpc_server.h"
 #include "coordinator/discovery.h"
+#include "coordinator/draft_pool_set.h"
 #include "coordinator/draft_worker_set.h"
 #include "coordinator/grpc_draft_pool.h"
 #include "coordinator/local_draft_pool.h"
@@ -279,9 +280,13 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(
         absl::StrFormat("--draft-timeout-ms %d is out of range: must be >= 1", draft_timeout_ms)));
   }
-  coordinator::WorkerGroupPool::DraftPoolFactory draft_pools;
+  // The deployment's draft (none, draft workers or an in-process proposer),
+  // inside a DraftPoolSet that adds in-process n-gram drafting for requests
+  // naming "ngram".
+  std::function<std::unique_ptr<coordinator::DraftPool>()> deployment_pool;
+  std::string local_draft_kind;
   if (!draft_targets->empty()) {
-    draft_pools = [&drafts, draft_timeout_ms] {
+    deployment_pool = [&drafts, draft_timeout_ms] {
       return std::unique_ptr<coordinator::DraftPool>(std::make_unique<coordinator::GrpcDraftPool>(
           &drafts, absl::Milliseconds(draft_timeout_ms)));
     };
@@ -296,7 +301,8 @@ int main(int argc, char** argv) {
     // Fail at start-up, not on the first request.
     absl::StatusOr<std::unique_ptr<draft::Proposer>> probe = draft::MakeProposer(po);
     if (!probe.ok()) return Fail(probe.status());
-    draft_pools = [po] {
+    local_draft_kind = draft::DraftKindOfName((*probe)->info().name);
+    deployment_pool = [po] {
       absl::StatusOr<std::unique_ptr<draft::Proposer>> p = draft::MakeProposer(po);
       CHECK(p.ok(), "draft %s failed to load a second time: %s",
             draft::FormatSpeculativeSpec(po.spec), p.status().ToString());
@@ -304,6 +310,20 @@ int main(int argc, char** argv) {
           std::make_unique<coordinator::LocalDraftPool>(*std::move(p)));
     };
   }
+  draft::ProposerOptions ngram_options;
+  ngram_options.spec.kind = draft::ProposerKind::kNgram;
+  ngram_options.block_size = info.block_size;
+  ngram_options.vocab_size = info.vocab_size;
+  ngram_options.eos_token_ids = (*tok)->EndOfGenerationIds();
+  coordinator::WorkerGroupPool::DraftPoolFactory draft_pools = [deployment_pool, ngram_options] {
+    return std::unique_ptr<coordinator::DraftPool>(std::make_unique<coordinator::DraftPoolSet>(
+        deployment_pool ? deployment_pool() : nullptr,
+        [ngram_options]() -> std::unique_ptr<coordinator::DraftPool> {
+          absl::StatusOr<std::unique_ptr<draft::Proposer>> p = draft::MakeProposer(ngram_options);
+          CHECK(p.ok(), "the n-gram draft failed to start: %s", p.status().ToString());
+          return std::make_unique<coordinator::LocalDraftPool>(*std::move(p));
+        }));
+  };
 
   coordinator::InferenceService service(tok->get(), info);
   pool = std::make_unique<coordinator::WorkerGroupPool>(sched_config, router_config, tok->get(),
@@ -311,6 +331,7 @@ int main(int argc, char** argv) {
                                                         speculation);
   if (absl::Status s = pool->Add(first_name, *std::move(first)); !s.ok()) return Fail(s);
   service.set_pool(pool.get(), &drafts);
+  service.set_local_draft_kind(local_draft_kind);
   std::unique_ptr<coordinator::Discovery> draft_discovery;
   if (!draft_targets->empty()) {
     draft_discovery = std::make_unique<coordinator::Discovery>(

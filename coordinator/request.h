@@ -27,6 +27,9 @@ struct GenerateRequest {
   // Speculative decoding override: unset → the server's setting; 0 → off
   // for this request; N > 0 → N draft tokens per round.
   std::optional<int32_t> num_speculative_tokens;
+  // The draft kind for this request (draft::ValidateRequestedDraft: ngram,
+  // layer-skip[:L] or model); empty → the deployment's draft.
+  std::string draft;
 };
 
 enum class FinishReason {

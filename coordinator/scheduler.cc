@@ -4,11 +4,13 @@
 #include <chrono>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/logging.h"
 #include "coordinator/scheduler_state.h"
+#include "draft/speculative_spec.h"
 #include "engine/sampling/stop_checker.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
 
@@ -74,6 +76,17 @@ absl::Status Scheduler::Submit(GenerateRequest request) {
   if (request.params.beam_candidates != 0 || request.params.beam_sample) {
     return absl::InvalidArgumentError(
         "beam_candidates / beam_sample are set by the scheduler, not by requests");
+  }
+  if (!request.draft.empty()) {
+    if (absl::Status s = draft::ValidateRequestedDraft(request.draft); !s.ok()) return s;
+    if (draft_pool_ == nullptr || !draft_pool_->Serves(request.draft)) {
+      const bool deployed = draft_pool_ != nullptr && draft_pool_->Serves("");
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "draft '%s': no draft of that kind runs here (%s; any request may name ngram)",
+          request.draft,
+          deployed ? absl::StrCat("the deployment's draft is ", draft_pool_->name())
+                   : std::string("the deployment has no draft")));
+    }
   }
   if (request.beam.has_value()) {
     if (absl::Status s = ValidateBeamSearchParams(*request.beam); !s.ok()) return s;
@@ -193,7 +206,8 @@ void Scheduler::Admit(RequestState* r) {
     s->prompt_len = static_cast<int32_t>(s->tokens.size());
     s->detokenizer = std::make_unique<tokenizer::IncrementalDetokenizer>(*tokenizer_, /*skip_special=*/true);
     s->stop_checker = std::make_unique<sampling::StopChecker>(r->request.params.stop);
-    s->speculate = draft_pool_ != nullptr && r->request.num_speculative_tokens.value_or(1) != 0;
+    s->speculate = draft_pool_ != nullptr && r->request.num_speculative_tokens.value_or(1) != 0 &&
+                 draft_pool_->Serves(r->request.draft);
     s->acceptance = gamma_controller_.NewProfile();
     return s;
   };

@@ -18,7 +18,8 @@ std::unique_ptr<Scheduler::Sequence> Scheduler::MakeBeamSequence(RequestState* r
   s->tokens = std::move(tokens);
   s->prompt_len = static_cast<int32_t>(r->request.prompt_tokens.size());
   s->beam = true;
-  s->speculate = draft_pool_ != nullptr && r->request.num_speculative_tokens.value_or(1) != 0;
+  s->speculate = draft_pool_ != nullptr && r->request.num_speculative_tokens.value_or(1) != 0 &&
+                 draft_pool_->Serves(r->request.draft);
   s->acceptance = gamma_controller_.NewProfile();
   return s;
 }

@@ -106,6 +106,7 @@ void Scheduler::ProposeDrafts() {
     d.params = &r->draft_params;
     d.seed = r->seed;
     d.stream = static_cast<uint64_t>(std::max(0, seq->index));
+    d.kind = r->request.draft;
     requests.push_back(std::move(d));
     asking.push_back(seq);
   }

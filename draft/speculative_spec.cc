@@ -64,4 +64,32 @@ std::string FormatSpeculativeSpec(const SpeculativeSpec& spec) {
   return "model";
 }
 
+absl::Status ValidateRequestedDraft(std::string_view requested) {
+  if (requested.empty() || requested == "ngram" || requested == "model" ||
+      requested == "layer-skip") {
+    return absl::OkStatus();
+  }
+  if (requested.starts_with("layer-skip:")) {
+    int32_t l = 0;
+    if (absl::SimpleAtoi(Absl(requested.substr(11)), &l) && l >= 1) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "draft '%s' is not a draft kind: must be ngram, layer-skip, layer-skip:L (L >= 1) or model",
+      Absl(requested)));
+}
+
+std::string DraftKindOfName(std::string_view model_name) {
+  if (model_name == "ngram") return "ngram";
+  if (model_name.starts_with("layer-skip:")) {
+    const size_t end = model_name.find(':', 11);
+    return std::string(model_name.substr(0, end));
+  }
+  return "model";
+}
+
+bool DraftKindMatches(std::string_view requested, std::string_view kind) {
+  if (requested == "layer-skip") return kind.starts_with("layer-skip:");
+  return requested == kind;
+}
+
 }  // namespace tandem::draft

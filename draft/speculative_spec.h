@@ -32,6 +32,20 @@ absl::StatusOr<SpeculativeSpec> ParseSpeculativeSpec(std::string_view text);
 // The text ParseSpeculativeSpec reads back to `spec`.
 std::string FormatSpeculativeSpec(const SpeculativeSpec& spec);
 
+// Draft kinds as a request names them (GenerateRequest speculative.draft,
+// the JSONL field "draft"): "ngram", "layer-skip" (any L), "layer-skip:L"
+// or "model" (any draft model). Empty means the deployment's draft.
+// InvalidArgument naming the text and these forms.
+absl::Status ValidateRequestedDraft(std::string_view requested);
+
+// The kind of a draft from its Draft.Info model_name (Proposer::Info::name):
+// "ngram", "layer-skip:L" or "model".
+std::string DraftKindOfName(std::string_view model_name);
+
+// Whether a draft of `kind` (DraftKindOfName) serves a request naming
+// `requested` (valid, non-empty).
+bool DraftKindMatches(std::string_view requested, std::string_view kind);
+
 }  // namespace tandem::draft
 
 #endif  // TANDEM_DRAFT_SPECULATIVE_SPEC_H_

@@ -119,10 +119,11 @@ class SpeculativeTest(unittest.TestCase):
                     self.assertGreater(self.last_acceptance[0], 0, spec)
 
     def cluster_tokens(self, worker_cmd, coordinator_extra, draft_cmd=None, while_running=None,
-                       also_plain=False):
-        """Runs the 32 requests through a cluster; returns their tokens (and,
-        with also_plain, those of the same requests with speculation off,
-        sent afterwards to the same cluster)."""
+                       also_plain=False, requests=None, afterwards=None):
+        """Runs the 32 requests (or those of `requests`) through a cluster;
+        returns their tokens (and, with also_plain, those of the same
+        requests with speculation off, sent afterwards to the same cluster).
+        `afterwards(coordinator)` runs before the cluster stops."""
         servers = []
         try:
             worker = Server(worker_cmd, "tandem-worker", required=False, startup_timeout=180)
@@ -142,7 +143,7 @@ class SpeculativeTest(unittest.TestCase):
                                  "tandem-coordinator")
             servers.append(coordinator)
             proc = subprocess.Popen([BIN, "generate", "--addr", coordinator.address, "--requests",
-                                     self.requests, "--concurrency", "32"],
+                                     requests or self.requests, "--concurrency", "32"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             if while_running is not None:
                 while_running(servers)
@@ -152,6 +153,8 @@ class SpeculativeTest(unittest.TestCase):
             info = parse_proto(grpc_unary(coordinator.port, "/tandem.v1.Inference/ModelInfo"))
             group = parse_proto(info[7][0])
             self.assertGreater(group.get(14, [0])[0], 0, "no draft token was verified")
+            if afterwards is not None:
+                afterwards(coordinator)
             if not also_plain:
                 return tokens_of(out)
             plain = subprocess.run([BIN, "generate", "--addr", coordinator.address, "--requests",
@@ -185,6 +188,42 @@ class SpeculativeTest(unittest.TestCase):
                 for i, (a, b) in enumerate(zip(got, plain)):
                     self.assertEqual(a, b, f"TP=2, tandem-draft {kind}: request {i} differs from "
                                            "the same group without speculation")
+
+    def test_requests_choose_their_draft(self):
+        # The deployment drafts with the target's first 20 layers (which
+        # rarely guess right); the requests ask for n-gram drafts, which the
+        # coordinator runs itself and which copy well.
+        chosen = requests_file(self.tmp.name, "ngram.jsonl", draft="ngram")
+
+        def check(coordinator):
+            info = parse_proto(grpc_unary(coordinator.port, "/tandem.v1.Inference/ModelInfo"))
+            group = parse_proto(info[7][0])
+            verified, accepted = group.get(14, [0])[0], group.get(15, [0])[0]
+            self.assertGreater(accepted / verified, 0.3,
+                               f"{accepted} of {verified} drafts accepted: not the n-gram draft")
+            for draft, ok in (("layer-skip", True), ("layer-skip:20", True), ("model", False),
+                              ("layer-skip:12", False), ("eagle", False)):
+                line = os.path.join(self.tmp.name, "one.jsonl")
+                with open(line, "w") as f:
+                    f.write(json.dumps({"prompt": "Hello", "max_tokens": 4, "draft": draft}) + "\n")
+                out = subprocess.run([BIN, "generate", "--addr", coordinator.address,
+                                      "--requests", line], capture_output=True, text=True,
+                                     timeout=TIMEOUT)
+                if ok:
+                    self.assertEqual(out.returncode, 0, f"{draft}: {out.stderr[-2000:]}")
+                    continue
+                self.assertNotEqual(out.returncode, 0, draft)
+                self.assertFalse(out.returncode < 0, f"{draft}: killed by a signal")
+                self.assertIn(f"'{draft}'", out.stderr)
+                if draft != "eagle":  # a kind that exists, but not here: name those that do
+                    self.assertIn("layer-skip:20", out.stderr)
+                    self.assertIn("ngram", out.stderr)
+
+        got = self.cluster_tokens(
+            [WORKER, "--model", MODEL, "--port", "0"], [],
+            draft_cmd=[DRAFT, "--model", MODEL, "--port", "0", "--speculative", "layer-skip:20"],
+            requests=chosen, afterwards=check)
+        self.assert_identical(got, "requests naming the n-gram draft")
 
     def test_a_killed_draft_worker_fails_no_request(self):
         def kill_draft_soon(servers):

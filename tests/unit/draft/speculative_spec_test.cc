@@ -49,5 +49,24 @@ TEST(SpeculativeSpecTest, RejectsMalformedSpecs) {
   EXPECT_NE(zero.status().message().find(">= 1"), std::string::npos) << zero.status();
 }
 
+TEST(SpeculativeSpecTest, RequestedDraftKinds) {
+  for (const char* ok : {"", "ngram", "model", "layer-skip", "layer-skip:1", "layer-skip:20"}) {
+    EXPECT_TRUE(ValidateRequestedDraft(ok).ok()) << ok;
+  }
+  for (const char* bad : {"eagle", "model:/tmp/x.gguf", "layer-skip:", "layer-skip:0", "NGRAM"}) {
+    absl::Status s = ValidateRequestedDraft(bad);
+    ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find(std::string("'") + bad + "'"), std::string::npos) << s;
+  }
+  EXPECT_EQ(DraftKindOfName("ngram"), "ngram");
+  EXPECT_EQ(DraftKindOfName("layer-skip:20:SmolLM2 135M"), "layer-skip:20");
+  EXPECT_EQ(DraftKindOfName("SmolLM2 135M"), "model");
+  EXPECT_TRUE(DraftKindMatches("layer-skip", "layer-skip:20"));
+  EXPECT_TRUE(DraftKindMatches("layer-skip:20", "layer-skip:20"));
+  EXPECT_FALSE(DraftKindMatches("layer-skip:12", "layer-skip:20"));
+  EXPECT_FALSE(DraftKindMatches("model", "ngram"));
+  EXPECT_TRUE(DraftKindMatches("model", "model"));
+}
+
 }  // namespace
 }  // namespace tandem::draft
