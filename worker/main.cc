@@ -3,9 +3,13 @@
 // tensor-parallel rank holding its shard of the model and of the KV cache:
 //   tandem-worker --model PATH [--host 127.0.0.1] [--port 0] [--kv-cache-bytes N | --kv-blocks N]
 //                 [--block-size 16] [--threads 0] [--precision fast|reference]
+//                 [--speculative ngram|layer-skip:L|model[:PATH]]
 // Rank 0 serves tandem.v1.TargetWorker, grpc.health.v1 and server reflection
 // and, once serving, prints exactly one line "tandem-worker listening on
 // HOST:PORT" (the real port when --port 0) to stdout. Other ranks print none.
+// With --speculative, rank 0 also serves tandem.v1.Draft on the same port
+// (a draft of that kind beside the target, like a tandem-draft worker): the
+// coordinator drafts with it when its --draft names this worker.
 //
 // Thread model: signals SIGTERM/SIGINT are blocked in every thread before any
 // exists (sigwait() takes them; no handler runs asynchronously). MPI is
@@ -45,6 +49,9 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "draft/draft_service.h"
+#include "draft/proposer_factory.h"
+#include "draft/speculative_spec.h"
 #include "engine/model/kv_budget.h"
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model.h"
@@ -67,11 +74,18 @@ ABSL_FLAG(int32_t, kv_blocks, 0, "KV cache capacity in blocks (overrides --kv-ca
 ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
 ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
 ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
+ABSL_FLAG(std::string, speculative, "",
+          "Also serve tandem.v1.Draft on this port with a draft of this kind: ngram, "
+          "layer-skip:L (this model's first L layers) or model[:PATH] (default: this model); "
+          "the coordinator's --draft names this worker to use it");
+ABSL_FLAG(int64_t, draft_kv_cache_bytes, 256ll << 20,
+          "--speculative with a model: the draft's KV cache capacity in bytes");
 
 namespace {
 
 // The service name health reports for, besides the overall "" entry.
 constexpr char kServiceName[] = "tandem.v1.TargetWorker";
+constexpr char kDraftServiceName[] = "tandem.v1.Draft";
 
 // Set once this process is one rank of several: a failing rank then aborts
 // the group, since the others would wait in a collective forever.
@@ -193,8 +207,35 @@ int main(int argc, char** argv) {
                                                   mpi_thread.get());
   if (!service.ok()) return Fail(service.status());
 
+  // The draft beside the target (--speculative), loaded before serving so
+  // that a bad spec fails at start-up.
+  std::unique_ptr<tandem::draft::DraftService> draft_service;
+  std::vector<grpc::Service*> services = {service->get()};
+  std::vector<std::string> service_names = {kServiceName};
+  if (!absl::GetFlag(FLAGS_speculative).empty()) {
+    absl::StatusOr<tandem::draft::SpeculativeSpec> spec =
+        tandem::draft::ParseSpeculativeSpec(absl::GetFlag(FLAGS_speculative));
+    if (!spec.ok()) return Fail(spec.status());
+    tandem::draft::ProposerOptions options;
+    options.spec = *spec;
+    options.target_model_path = model_path;
+    options.model_options.num_threads = threads;
+    options.model_options.precision = model_options.precision;
+    options.block_size = block_size;
+    options.kv_cache_bytes = absl::GetFlag(FLAGS_draft_kv_cache_bytes);
+    options.eos_token_ids = exec_config.eos_token_ids;
+    absl::StatusOr<std::unique_ptr<tandem::draft::Proposer>> proposer =
+        tandem::draft::MakeProposer(options);
+    if (!proposer.ok()) return Fail(proposer.status());
+    std::fprintf(stderr, "tandem-worker: also drafting (tandem.v1.Draft): %s\n",
+                 (*proposer)->info().name.c_str());
+    draft_service = std::make_unique<tandem::draft::DraftService>(*std::move(proposer));
+    services.push_back(draft_service.get());
+    service_names.push_back(kDraftServiceName);
+  }
+
   absl::StatusOr<tandem::GrpcServer> started =
-      tandem::StartGrpcServer(host, port, {service->get()}, {kServiceName});
+      tandem::StartGrpcServer(host, port, services, service_names);
   if (!started.ok()) return Fail(started.status());
   std::unique_ptr<grpc::Server> server = std::move(started->server);
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
@@ -212,6 +253,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tandem-worker: signal %d, draining\n", signal_number);
     health->SetServingStatus(false);  // every service → NOT_SERVING
     (*service)->SetServing(false);
+    if (draft_service != nullptr) draft_service->SetServing(false);
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     server->Wait();
   };

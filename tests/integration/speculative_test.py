@@ -133,7 +133,7 @@ class SpeculativeTest(unittest.TestCase):
                 if "unable to launch" in stderr or "not enough slots" in stderr:
                     self.skipTest("mpirun cannot start processes here")
                 self.fail(f"the worker did not start: {stderr[-2000:]}")
-            extra = list(coordinator_extra)
+            extra = [worker.address if a == "WORKER" else a for a in coordinator_extra]
             if draft_cmd is not None:
                 draft = Server(draft_cmd, "tandem-draft")
                 servers.append(draft)
@@ -188,6 +188,16 @@ class SpeculativeTest(unittest.TestCase):
                 for i, (a, b) in enumerate(zip(got, plain)):
                     self.assertEqual(a, b, f"TP=2, tandem-draft {kind}: request {i} differs from "
                                            "the same group without speculation")
+
+    def test_a_worker_that_also_drafts(self):
+        # tandem-worker --speculative serves tandem.v1.Draft beside the
+        # target; the coordinator's --draft names the worker itself.
+        for kind in ("ngram", "layer-skip:20"):
+            with self.subTest(kind=kind):
+                got = self.cluster_tokens(
+                    [WORKER, "--model", MODEL, "--port", "0", "--speculative", kind],
+                    ["--draft", "WORKER"])
+                self.assert_identical(got, f"tandem-worker --speculative {kind}")
 
     def test_requests_choose_their_draft(self):
         # The deployment drafts with the target's first 20 layers (which
