@@ -14,7 +14,8 @@ With --cluster the same is measured through the cluster instead: one
 `tandem up --tp 1` per draft kind (a tandem-draft worker of that kind; plain:
 --no-draft), driven by `tandem bench --dataset` (1 stream: decode rate =
 1000 / mean TPOT over the set's first 4 prompts; 16 streams: aggregate output
-tokens/s) and `tandem generate --requests` for the identity check; the
+tokens/s; every prompt sent 3 times) and `tandem generate --requests` for the
+identity check (which also warms the cluster up); the
 acceptance comes from the coordinator's counters (tandem bench's report).
 
   python3 bench/speculative_bench.py [--kinds ngram,layer-skip:20,model]
@@ -161,7 +162,9 @@ def cluster_measure(cluster, prompts, streams, max_tokens, tmp):
     chosen = prompts[:4] if streams == 1 else prompts[:streams]
     write_requests(path, chosen, max_tokens)
     tokens = cluster.tokens(path, streams)
-    r = cluster.bench(path, streams, len(chosen), tmp)
+    # Each prompt 3 times: a run of a few seconds is too short on a shared
+    # machine.
+    r = cluster.bench(path, streams, 3 * len(chosen), tmp)
     rate = 1000.0 / r["tpot_ms"]["mean"] if streams == 1 else r["output_tokens_per_s"]
     sp = r.get("speculation") or {}
     return (tokens, rate, sp.get("num_accepted_tokens", 0), sp.get("num_draft_tokens", 0),

@@ -241,6 +241,7 @@ absl::StatusOr<bool> Scheduler::Step() {
 
   std::stable_sort(running_.begin(), running_.end(),
                    [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
+  propose_ms_ = 0;
   ProposeDrafts();
   // Running sequences first (decode tokens and unfinished prefills), so work
   // already admitted keeps going; preempt from the back when blocks run out.
@@ -379,7 +380,7 @@ absl::StatusOr<bool> Scheduler::Step() {
   }
   stats_.forward_ms += result->timings.forward_ms;
   stats_.worker_step_ms += result->timings.total_ms;
-  gamma_controller_.ObserveStep(result->timings.num_tokens, result->timings.forward_ms);
+  const int64_t step_tokens = result->timings.num_tokens;
 
   absl::flat_hash_map<SeqId, Sequence*> by_id;
   for (Sequence* seq : scheduled) {
@@ -443,7 +444,12 @@ absl::StatusOr<bool> Scheduler::Step() {
   retired_.clear();
   EraseDoneRequests();
   ++stats_.num_steps_ok;
-  stats_.step_ms += absl::ToDoubleMilliseconds(absl::Now() - step_start);
+  const double step_ms = absl::ToDoubleMilliseconds(absl::Now() - step_start);
+  stats_.step_ms += step_ms;
+  // What a step of this size costs the batch: the whole step (scheduling,
+  // the worker's forward and verification, the RPC, folding results), less
+  // the draft's proposal, which the controller counts apart.
+  gamma_controller_.ObserveStep(step_tokens, std::max(0.0, step_ms - propose_ms_));
   return true;
 }
 

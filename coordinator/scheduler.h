@@ -192,6 +192,9 @@ class Scheduler {
   DraftPool* draft_pool_ = nullptr;
   SpeculationConfig speculation_;
   GammaController gamma_controller_;
+  // This step's Propose call (ms; 0 without one): the draft's cost, which
+  // the controller models apart from the step's.
+  double propose_ms_ = 0;
   SchedulerStats stats_;
 };
 

@@ -117,6 +117,7 @@ void Scheduler::ProposeDrafts() {
              gamma_controller_.prior_acceptance());
   const absl::Time propose_start = absl::Now();
   std::vector<DraftProposal> proposals = draft_pool_->Propose(requests);
+  propose_ms_ = absl::ToDoubleMilliseconds(absl::Now() - propose_start);
   int32_t positions = 0;
   bool prefill = false;
   for (const DraftRequest& d : requests) {
@@ -126,8 +127,7 @@ void Scheduler::ProposeDrafts() {
     prefill |= static_cast<int32_t>(d.new_tokens.size()) > d.gamma + 1;
   }
   if (!prefill) {
-    gamma_controller_.ObserveDraft(positions,
-                                   absl::ToDoubleMilliseconds(absl::Now() - propose_start));
+    gamma_controller_.ObserveDraft(positions, propose_ms_);
   }
   for (size_t i = 0; i < asking.size(); ++i) {
     Sequence* seq = asking[i];

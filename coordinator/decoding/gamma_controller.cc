@@ -78,18 +78,18 @@ GammaController::GammaController(const GammaControllerConfig& config)
   global_profile_.base = std::clamp(config.prior_acceptance, 0.0, 1.0);
 }
 
-void GammaController::ObserveStep(int64_t num_tokens, double forward_ms) {
-  if (num_tokens <= 0 || !(forward_ms >= 0.0)) return;
+void GammaController::ObserveStep(int64_t num_tokens, double step_ms) {
+  if (num_tokens <= 0 || !(step_ms >= 0.0)) return;
   const double d = config_.cost_decay;
   const double x = static_cast<double>(num_tokens);
   w_ = d * w_ + 1.0;
   wx_ = d * wx_ + x;
-  wy_ = d * wy_ + forward_ms;
+  wy_ = d * wy_ + step_ms;
   wxx_ = d * wxx_ + x * x;
-  wxy_ = d * wxy_ + x * forward_ms;
+  wxy_ = d * wxy_ + x * step_ms;
   if (num_tokens <= kMeasuredSizes) {
     double& m = size_ms_[num_tokens];
-    m = m > 0.0 ? kSizeKeep * m + (1.0 - kSizeKeep) * forward_ms : forward_ms;
+    m = m > 0.0 ? kSizeKeep * m + (1.0 - kSizeKeep) * step_ms : step_ms;
   }
 }
 

@@ -4,7 +4,7 @@
 //
 // Model. A step that computes n tokens costs T(n): the running mean of the
 // steps of exactly n tokens seen so far (n <= kMeasuredSizes), else a + b*n
-// fitted online from all forward times (exponentially weighted least
+// fitted online from all step times (exponentially weighted least
 // squares). Measured sizes catch what a line misses (a verification of many
 // positions costing more per token than a small batch, say); sizes not seen
 // yet are predicted by the line, tried, and then known. A sequence whose drafts are accepted with probability alpha
@@ -73,8 +73,10 @@ class GammaController {
  public:
   explicit GammaController(const GammaControllerConfig& config = {});
 
-  // Records one step's forward: `num_tokens` computed in `forward_ms`.
-  void ObserveStep(int64_t num_tokens, double forward_ms);
+  // Records one step: `num_tokens` computed, costing `step_ms` (the
+  // scheduler's whole step but the draft's proposal: forward, verification
+  // and sampling of every position, RPC, folding the results).
+  void ObserveStep(int64_t num_tokens, double step_ms);
   // Records one Propose call that drafted up to `positions` tokens per
   // sequence in `ms` (the scheduler waits for it before the step). Only
   // steady-state calls count: a call that also fed the draft a prompt
