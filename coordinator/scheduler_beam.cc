@@ -3,6 +3,7 @@
 // running beam received its candidates, AdvanceBeams continues, forks
 // (copy-on-write) or drops beams as the search decides.
 #include <algorithm>
+#include <limits>
 
 #include "common/logging.h"
 #include "coordinator/scheduler.h"
@@ -134,20 +135,31 @@ void Scheduler::AdvanceBeams(RequestState* r) {
 }
 
 void Scheduler::RollBackBeamDrafts(RequestState* r) {
-  for (auto& b : r->beams) {
-    Sequence* seq = b.get();
-    if (seq->proposed.empty()) continue;
-    // How far the beam's tokens followed what was proposed.
+  // How far each beam's tokens followed what was proposed to it.
+  auto matched_of = [](const Sequence* seq) {
     int32_t matched = 0;
     while (matched < static_cast<int32_t>(seq->proposed.size()) &&
            seq->draft_base + matched < static_cast<int32_t>(seq->tokens.size()) &&
            seq->tokens[seq->draft_base + matched] == seq->proposed[matched]) {
       ++matched;
     }
+    return matched;
+  };
+  // The search takes a step without a forward only while every beam is on
+  // its draft, so the request gains what its least-following beam did: that
+  // is the acceptance auto gamma learns for each beam.
+  int32_t request_matched = std::numeric_limits<int32_t>::max();
+  for (auto& b : r->beams) {
+    if (!b->proposed.empty()) request_matched = std::min(request_matched, matched_of(b.get()));
+  }
+  for (auto& b : r->beams) {
+    Sequence* seq = b.get();
+    if (seq->proposed.empty()) continue;
+    const int32_t matched = matched_of(seq);
     if (!seq->spec_drafts.empty()) continue;  // still on the draft: later
     stats_.num_accepted_tokens += matched;
     r->num_accepted_tokens += matched;
-    gamma_controller_.UpdateAcceptance(seq->acceptance, matched,
+    gamma_controller_.UpdateAcceptance(seq->acceptance, std::min(matched, request_matched),
                                        static_cast<int32_t>(seq->proposed.size()));
     seq->proposed.clear();
     const int32_t keep = std::min(seq->draft_len, seq->draft_base + matched);
