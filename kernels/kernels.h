@@ -94,6 +94,20 @@ void SiluMul(float* gate, const float* up, int64_t n);
 // depend only on gate[i], up[i] and isa.
 void SiluMul(float* gate, const float* up, int64_t n, Isa isa, ThreadPool* pool);
 
+// The log-softmax normalizer of a logits row: max = the largest x[i] (NaN
+// counts as -inf; -inf when every x[i] is) and sum = Σ e^(x[i] - max) (0 when
+// max is not finite), so that log_softmax(x)_i = x_i - (max + log(sum)).
+struct SoftmaxNormalizer {
+  float max = 0.0f;
+  double sum = 0.0;
+};
+// The plain loop (std::exp in float, the sum in double).
+SoftmaxNormalizer LogSoftmaxNormalizer(const float* x, int64_t n);
+// With `isa` choosing vector code (a polynomial exp, relative error < 3e-7;
+// the sum in double per lane, then a fixed tree): versus the loop above the
+// sum differs by a relative 1e-6 at most. Deterministic for one isa.
+SoftmaxNormalizer LogSoftmaxNormalizer(const float* x, int64_t n, Isa isa);
+
 // x[i] += y[i] for i < n.
 void Add(float* x, const float* y, int64_t n);
 

@@ -9,6 +9,7 @@
 #include "engine/sampling/beam_candidates.h"
 #include "engine/sampling/logits_processor.h"
 #include "engine/sampling/rng.h"
+#include "kernels/kernels.h"
 
 namespace tandem::sampling {
 namespace {
@@ -20,7 +21,7 @@ inline float RankKey(float logit) {
 
 }  // namespace
 
-RowSampler::RowSampler(int32_t vocab_size) : vocab_size_(vocab_size) {
+RowSampler::RowSampler(int32_t vocab_size) : vocab_size_(vocab_size), isa_(kernels::BestIsa()) {
   CHECK(vocab_size >= 1, "vocab_size %d must be >= 1", vocab_size);
   const size_t v = static_cast<size_t>(vocab_size);
   logits_.assign(v, 0.0f);
@@ -95,16 +96,9 @@ void RowSampler::Sample(const SamplingRow& row, SampleResult* result) {
 void RowSampler::ComputeLogprobs(const SamplingRow& row, SampleResult* result) {
   const float* raw = row.logits;
   const size_t v = static_cast<size_t>(vocab_size_);
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < v; ++i) max_logit = std::max(max_logit, RankKey(raw[i]));
-  // Terms in float (exp in float is several times cheaper and exact to an
-  // ulp, while x - max is exact), accumulated in double.
-  double sum = 0.0;
-  if (std::isfinite(max_logit)) {
-    for (size_t i = 0; i < v; ++i) sum += std::exp(RankKey(raw[i]) - max_logit);
-  }
-  // log_softmax(x)_i = x_i - (max + log(sum exp(x - max))).
-  const double log_normalizer = static_cast<double>(max_logit) + std::log(sum);
+  // log_softmax(x)_i = x_i - (max + log(sum exp(x - max))), vectorized.
+  const kernels::SoftmaxNormalizer norm = kernels::LogSoftmaxNormalizer(raw, vocab_size_, isa_);
+  const double log_normalizer = static_cast<double>(norm.max) + std::log(norm.sum);
   auto logprob = [&](int32_t id) {
     return static_cast<float>(static_cast<double>(RankKey(raw[id])) - log_normalizer);
   };

@@ -15,6 +15,7 @@
 
 #include "engine/sampling/candidate_list.h"
 #include "engine/sampling/sampler.h"
+#include "kernels/kernels.h"
 
 namespace tandem::sampling {
 
@@ -48,6 +49,7 @@ class RowSampler {
   CandidateList* Truncate(const SamplingParams& p);
 
   int32_t vocab_size_;
+  kernels::Isa isa_;  // of the log-softmax normalizer (kernels::BestIsa())
   std::vector<float> logits_;       // [vocab_size] processed copy of the row
   std::vector<uint8_t> seen_;       // [vocab_size] all zero between uses
   std::vector<int32_t> counts_;     // [vocab_size] all zero between uses

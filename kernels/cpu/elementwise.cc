@@ -4,6 +4,7 @@
 // Any size is valid.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/elementwise_avx512.h"
@@ -72,6 +73,23 @@ void SiluMul(float* gate, const float* up, int64_t n, Isa isa, ThreadPool* pool)
     return;
   }
   pool->ParallelFor(n, kMinParallelElems / 2, range);
+}
+
+SoftmaxNormalizer LogSoftmaxNormalizer(const float* x, int64_t n) {
+  auto key = [](float v) { return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v; };
+  SoftmaxNormalizer out;
+  out.max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) out.max = std::max(out.max, key(x[i]));
+  if (!std::isfinite(out.max)) return out;
+  // Terms in float (exp in float is several times cheaper and exact to an
+  // ulp, while x - max is exact), accumulated in double.
+  for (int64_t i = 0; i < n; ++i) out.sum += std::exp(key(x[i]) - out.max);
+  return out;
+}
+
+SoftmaxNormalizer LogSoftmaxNormalizer(const float* x, int64_t n, Isa isa) {
+  if (ClampIsa(isa) == Isa::kAvx512) return LogSoftmaxNormalizerAvx512(x, n);
+  return LogSoftmaxNormalizer(x, n);
 }
 
 void Add(float* x, const float* y, int64_t n) {

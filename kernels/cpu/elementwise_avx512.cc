@@ -4,7 +4,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/cpu/exp_avx512.h"
 
@@ -53,6 +55,40 @@ void SiluMulAvx512(float* gate, const float* up, int64_t n) {
                                    _mm512_maskz_loadu_ps(m, up + i));
     _mm512_mask_storeu_ps(gate + i, m, v);
   }
+}
+
+SoftmaxNormalizer LogSoftmaxNormalizerAvx512(const float* x, int64_t n) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  auto load = [&](int64_t i) {
+    const __mmask16 m = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 v = _mm512_mask_loadu_ps(neg_inf, m, x + i);
+    // NaN lanes count as -inf (as the reference's RankKey).
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v, neg_inf);
+  };
+  __m512 vmax = neg_inf;
+  for (int64_t i = 0; i < n; i += 16) vmax = _mm512_max_ps(vmax, load(i));
+  // Folds go through memory: GCC 12's 512->256 extract intrinsics (and the
+  // _mm512_reduce_* helpers) trip -Wuninitialized inside its own headers.
+  alignas(64) float fl[16];
+  _mm512_store_ps(fl, vmax);
+  SoftmaxNormalizer out;
+  out.max = fl[0];
+  for (int l = 1; l < 16; ++l) out.max = std::max(out.max, fl[l]);
+  if (!std::isfinite(out.max)) return out;
+  const __m512 shift = _mm512_set1_ps(out.max);
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    _mm512_store_ps(fl, Exp512(_mm512_sub_ps(load(i), shift)));  // -inf lanes give 0
+    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm256_load_ps(fl)));
+    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_load_ps(fl + 8)));
+  }
+  alignas(64) double lanes[16];
+  _mm512_store_pd(lanes, lo);
+  _mm512_store_pd(lanes + 8, hi);
+  double sum = 0.0;
+  for (double d : lanes) sum += d;
+  out.sum = sum;
+  return out;
 }
 
 }  // namespace tandem::kernels

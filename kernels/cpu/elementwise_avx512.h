@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "kernels/kernels.h"
+
 namespace tandem::kernels {
 
 // Rows [0, n) of RmsNorm; Σx² in 16 lanes over the row, then a fixed tree.
@@ -16,6 +18,10 @@ void RmsNormRowsAvx512(const float* x, const float* weight, int64_t n, int64_t d
 // gate[i] = gate[i] / (1 + e^-gate[i]) * up[i] with a vector exp (relative
 // error < 3e-7).
 void SiluMulAvx512(float* gate, const float* up, int64_t n);
+
+// LogSoftmaxNormalizer (kernels.h): the max in 16 lanes, then Σ e^(x - max)
+// with Exp512, each lane's terms summed in double.
+SoftmaxNormalizer LogSoftmaxNormalizerAvx512(const float* x, int64_t n);
 
 }  // namespace tandem::kernels
 

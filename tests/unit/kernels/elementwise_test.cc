@@ -6,7 +6,9 @@
 // recurrence θ_{i+1} = θ_i · s loses at most (i + 2) ulps of θ_i, so each
 // rotated value is within (|x0| + |x1|) · ((i + 2) · 2^-23 · θ_i + 1e-6) of the
 // exact rotation.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -17,6 +19,7 @@
 namespace tandem::kernels {
 namespace {
 
+using testing::AvailableIsas;
 using testing::RandomFloats;
 
 TEST(ElementwiseTest, RmsNorm) {
@@ -155,6 +158,42 @@ TEST(ElementwiseTest, PooledAddMatchesPlainAdd) {
       Add(got.data(), y.data(), n, pool);
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << "n " << n << " i " << i;
     }
+  }
+}
+
+// The log-softmax normalizer of logits rows (vocabulary-sized and odd
+// lengths, NaN and -inf entries, all -inf) against a double-precision sum.
+TEST(ElementwiseTest, LogSoftmaxNormalizerMatchesExactSum) {
+  std::mt19937 rng(9);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {int64_t{1}, int64_t{17}, int64_t{49152}, int64_t{49155}}) {
+    std::vector<float> x = RandomFloats(rng, n, -30, 12);
+    if (n > 20) {
+      x[3] = std::nanf("");
+      x[5] = -inf;
+      x[n - 1] = 14.0f;  // the max in the masked tail
+    }
+    double max = -inf;
+    for (float v : x) {
+      if (!std::isnan(v)) max = std::max(max, static_cast<double>(v));
+    }
+    double exact = 0;
+    for (float v : x) {
+      if (!std::isnan(v)) exact += std::exp(static_cast<double>(v) - max);
+    }
+    for (Isa isa : AvailableIsas()) {
+      SoftmaxNormalizer got = LogSoftmaxNormalizer(x.data(), n, isa);
+      EXPECT_EQ(got.max, static_cast<float>(max)) << IsaName(isa) << " n " << n;
+      EXPECT_NEAR(got.sum, exact, 1e-6 * exact) << IsaName(isa) << " n " << n;
+      SoftmaxNormalizer again = LogSoftmaxNormalizer(x.data(), n, isa);
+      EXPECT_EQ(again.sum, got.sum);  // deterministic
+    }
+  }
+  std::vector<float> none(40, -inf);
+  for (Isa isa : AvailableIsas()) {
+    SoftmaxNormalizer got = LogSoftmaxNormalizer(none.data(), 40, isa);
+    EXPECT_EQ(got.max, -inf);
+    EXPECT_EQ(got.sum, 0.0);
   }
 }
 
