@@ -136,17 +136,10 @@ int RunCommand(const RunOptions& o) {
   }
   // Requests naming "draft": "ngram" speculate with an in-process n-gram
   // draft whatever --speculative says.
-  draft::ProposerOptions ngram_options;
-  ngram_options.spec.kind = draft::ProposerKind::kNgram;
-  ngram_options.block_size = o.block_size;
-  ngram_options.vocab_size = (*tok)->vocab_size();
-  ngram_options.eos_token_ids = (*tok)->EndOfGenerationIds();
   coordinator::DraftPoolSet draft_pool(
-      std::move(deployment_draft), [ngram_options]() -> std::unique_ptr<coordinator::DraftPool> {
-        absl::StatusOr<std::unique_ptr<draft::Proposer>> p = draft::MakeProposer(ngram_options);
-        CHECK(p.ok(), "the n-gram draft failed to start: %s", p.status().ToString());
-        return std::make_unique<coordinator::LocalDraftPool>(*std::move(p));
-      });
+      std::move(deployment_draft),
+      coordinator::NgramDraftPoolMaker(o.block_size, (*tok)->vocab_size(),
+                                       (*tok)->EndOfGenerationIds()));
   const bool stream_text =
       !o.json && !o.requests_file && o.params.n == 1 && !BeamIfRequested(o.beam).has_value();
   CliObserver observer(stream_text);

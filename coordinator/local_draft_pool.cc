@@ -1,8 +1,8 @@
 #include "coordinator/local_draft_pool.h"
 
-#include "draft/speculative_spec.h"
-
 #include "common/logging.h"
+#include "draft/proposer_factory.h"
+#include "draft/speculative_spec.h"
 
 namespace tandem::coordinator {
 
@@ -56,6 +56,20 @@ bool LocalDraftPool::Release(SeqId seq, int32_t keep_length) {
              seq.value(), keep_length, s.ToString());
   (void)proposer_->Release(seq, 0);
   return false;
+}
+
+std::function<std::unique_ptr<DraftPool>()> NgramDraftPoolMaker(
+    int32_t block_size, int32_t vocab_size, std::vector<int32_t> eos_token_ids) {
+  draft::ProposerOptions options;
+  options.spec.kind = draft::ProposerKind::kNgram;
+  options.block_size = block_size;
+  options.vocab_size = vocab_size;
+  options.eos_token_ids = std::move(eos_token_ids);
+  return [options]() -> std::unique_ptr<DraftPool> {
+    absl::StatusOr<std::unique_ptr<draft::Proposer>> p = draft::MakeProposer(options);
+    CHECK(p.ok(), "the n-gram draft failed to start: %s", p.status().ToString());
+    return std::make_unique<LocalDraftPool>(*std::move(p));
+  };
 }
 
 bool LocalDraftPool::Serves(std::string_view kind) const {

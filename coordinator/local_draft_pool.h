@@ -7,6 +7,7 @@
 #ifndef TANDEM_COORDINATOR_LOCAL_DRAFT_POOL_H_
 #define TANDEM_COORDINATOR_LOCAL_DRAFT_POOL_H_
 
+#include <functional>
 #include <memory>
 
 #include "coordinator/draft_pool.h"
@@ -29,6 +30,11 @@ class LocalDraftPool : public DraftPool {
  private:
   std::unique_ptr<draft::Proposer> proposer_;
 };
+
+// What makes in-process n-gram draft pools (DraftPoolSet's pool for
+// requests naming "ngram") for a target of `vocab_size` tokens.
+std::function<std::unique_ptr<DraftPool>()> NgramDraftPoolMaker(
+    int32_t block_size, int32_t vocab_size, std::vector<int32_t> eos_token_ids);
 
 // Draft tokens as the verifier takes them.
 sampling::DraftProbs ToDraftProbs(const draft::DraftToken& token);

@@ -310,19 +310,11 @@ int main(int argc, char** argv) {
           std::make_unique<coordinator::LocalDraftPool>(*std::move(p)));
     };
   }
-  draft::ProposerOptions ngram_options;
-  ngram_options.spec.kind = draft::ProposerKind::kNgram;
-  ngram_options.block_size = info.block_size;
-  ngram_options.vocab_size = info.vocab_size;
-  ngram_options.eos_token_ids = (*tok)->EndOfGenerationIds();
-  coordinator::WorkerGroupPool::DraftPoolFactory draft_pools = [deployment_pool, ngram_options] {
+  auto make_ngram = coordinator::NgramDraftPoolMaker(info.block_size, info.vocab_size,
+                                                     (*tok)->EndOfGenerationIds());
+  coordinator::WorkerGroupPool::DraftPoolFactory draft_pools = [deployment_pool, make_ngram] {
     return std::unique_ptr<coordinator::DraftPool>(std::make_unique<coordinator::DraftPoolSet>(
-        deployment_pool ? deployment_pool() : nullptr,
-        [ngram_options]() -> std::unique_ptr<coordinator::DraftPool> {
-          absl::StatusOr<std::unique_ptr<draft::Proposer>> p = draft::MakeProposer(ngram_options);
-          CHECK(p.ok(), "the n-gram draft failed to start: %s", p.status().ToString());
-          return std::make_unique<coordinator::LocalDraftPool>(*std::move(p));
-        }));
+        deployment_pool ? deployment_pool() : nullptr, make_ngram));
   };
 
   coordinator::InferenceService service(tok->get(), info);

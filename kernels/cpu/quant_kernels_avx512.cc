@@ -353,6 +353,32 @@ inline __m256i ReduceRows8(const __m256i* v) {
                           _mm256_permute2x128_si256(q0, q1, 0x31));
 }
 
+// One block's term for 16 output lanes of activation row xb: acc +=
+// float(isum)·(dw·dx), and for Q4_1 macc += m·s (the matvec tiles' order).
+template <bool kHasMin>
+inline void AccumulateBlock(__m512i isum, __m512 dw, __m512 mw, const BlockQ8A& xb, __m512& acc,
+                            __m512& macc) {
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc);
+  if constexpr (kHasMin) macc = _mm512_fmadd_ps(mw, _mm512_set1_ps(xb.s), macc);
+}
+
+// y[c * ldy + lane] = acc[c] + macc[c] for the lanes in `mask`, c < C.
+template <int C>
+inline void StoreLanes(const __m512* acc, const __m512* macc, __mmask16 mask, float* y,
+                       int64_t ldy) {
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(y + c * ldy, mask, _mm512_add_ps(acc[c], macc[c]));
+}
+
+// f.template operator()<C>() with C = n, for 1 <= n <= kMax (larger n: kMax).
+template <int kMax, class F>
+inline void WithCount(int64_t n, F&& f) {
+  if constexpr (kMax > 1) {
+    if (n < kMax) return WithCount<kMax - 1>(n, f);
+  }
+  f.template operator()<kMax>();
+}
+
 // Up to 16 weight rows (lanes) × C activation rows. Each weight block is
 // unpacked (and its d, m gathered) once and dotted with the C rows' blocks,
 // so a few activation rows (a speculative verification, a small batch) cost
@@ -412,15 +438,10 @@ void MatvecRows16(const uint8_t* w, int64_t row_bytes, int rows, const BlockQ8A*
       }
       const __m512i isum = _mm512_inserti64x4(_mm512_castsi256_si512(ReduceRows8(dots)),
                                               ReduceRows8(dots + 8), 1);
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)),
-                               acc[c]);
-      if constexpr (P::kHasMin) macc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xb.s), macc[c]);
+      AccumulateBlock<P::kHasMin>(isum, dw, mw, xb, acc[c], macc[c]);
     }
   }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) {
-    _mm512_mask_storeu_ps(y + c * ldy, store_mask, _mm512_add_ps(acc[c], macc[c]));
-  }
+  StoreLanes<C>(acc, macc, store_mask, y, ldy);
 }
 
 // Fewer than kMinBatchedX activation rows: 16 weight rows at a time, all
@@ -428,28 +449,13 @@ void MatvecRows16(const uint8_t* w, int64_t row_bytes, int rows, const BlockQ8A*
 template <class P>
 void TileMatvec(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8A* x,
                 int64_t num_x, int64_t nb, float* y, int64_t ldy) {
-  static_assert(kMinBatchedX <= 6, "TileMatvec handles at most 5 activation rows");
   for (int64_t r0 = 0; r0 < num_rows; r0 += 16) {
     const int rows = static_cast<int>(std::min<int64_t>(16, num_rows - r0));
     const uint8_t* wr = w + r0 * row_bytes;
     float* yr = y + r0;
-    switch (num_x) {
-      case 1:
-        MatvecRows16<P, 1>(wr, row_bytes, rows, x, nb, yr, ldy);
-        break;
-      case 2:
-        MatvecRows16<P, 2>(wr, row_bytes, rows, x, nb, yr, ldy);
-        break;
-      case 3:
-        MatvecRows16<P, 3>(wr, row_bytes, rows, x, nb, yr, ldy);
-        break;
-      case 4:
-        MatvecRows16<P, 4>(wr, row_bytes, rows, x, nb, yr, ldy);
-        break;
-      default:
-        MatvecRows16<P, 5>(wr, row_bytes, rows, x, nb, yr, ldy);
-        break;
-    }
+    WithCount<kMinBatchedX - 1>(num_x, [&]<int C>() {
+      MatvecRows16<P, C>(wr, row_bytes, rows, x, nb, yr, ldy);
+    });
   }
 }
 
@@ -509,15 +515,10 @@ void PackedRows16(const uint8_t* g, int rows, const BlockQ8A* x, int64_t nb, flo
         std::memcpy(&xd, xb.qs + 4 * j, 4);
         isum = _mm512_dpbusd_epi32(isum, wv[j], _mm512_set1_epi32(xd));
       }
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)),
-                               acc[c]);
-      if constexpr (P::kHasMin) macc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xb.s), macc[c]);
+      AccumulateBlock<P::kHasMin>(isum, dw, mw, xb, acc[c], macc[c]);
     }
   }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) {
-    _mm512_mask_storeu_ps(y + c * ldy, store_mask, _mm512_add_ps(acc[c], macc[c]));
-  }
+  StoreLanes<C>(acc, macc, store_mask, y, ldy);
 }
 
 // Up to kMaxPackedX activation rows at a time over every 16-row group (the
@@ -538,16 +539,9 @@ void PackedTileAvx512(const uint8_t* groups, int64_t num_rows, const BlockQ8A* x
     for (int64_t c0 = 0; c0 < num_x; c0 += kMaxPackedX) {
       const BlockQ8A* xc = x + c0 * nb;
       float* yc = y + c0 * ldy + r0;
-      switch (std::min<int64_t>(kMaxPackedX, num_x - c0)) {
-        case 1: PackedRows16<kType, 1>(g, rows, xc, nb, yc, ldy); break;
-        case 2: PackedRows16<kType, 2>(g, rows, xc, nb, yc, ldy); break;
-        case 3: PackedRows16<kType, 3>(g, rows, xc, nb, yc, ldy); break;
-        case 4: PackedRows16<kType, 4>(g, rows, xc, nb, yc, ldy); break;
-        case 5: PackedRows16<kType, 5>(g, rows, xc, nb, yc, ldy); break;
-        case 6: PackedRows16<kType, 6>(g, rows, xc, nb, yc, ldy); break;
-        case 7: PackedRows16<kType, 7>(g, rows, xc, nb, yc, ldy); break;
-        default: PackedRows16<kType, 8>(g, rows, xc, nb, yc, ldy); break;
-      }
+      WithCount<kMaxPackedX>(num_x - c0, [&]<int C>() {
+        PackedRows16<kType, C>(g, rows, xc, nb, yc, ldy);
+      });
     }
   }
 }
