@@ -201,11 +201,12 @@ int RunCommand(const RunOptions& o) {
       continue;
     }
     const RequestOutput& out = observer.outputs().at(static_cast<int64_t>(i));
-    if (!out.error.empty()) exit_code = 1;
+    const std::string error = out.status.ok() ? "" : std::string(out.status.message());
+    if (!out.status.ok()) exit_code = 1;
     const int32_t top_k = requests[i].params.logprobs;
     if (o.json && !o.requests_file && requests[i].beam.has_value()) {
       std::printf("%s\n", RequestLineJson(out.prompt_token_ids, out.completions, top_k,
-                                          out.prefix_hit_tokens, out.error)
+                                          out.prefix_hit_tokens, error)
                               .dump()
                               .c_str());
     } else if (o.json && !o.requests_file) {
@@ -215,7 +216,7 @@ int RunCommand(const RunOptions& o) {
       }
     } else if (o.requests_file) {
       std::printf("%s\n", RequestLineJson(out.prompt_token_ids, out.completions, top_k,
-                                          out.prefix_hit_tokens, out.error)
+                                          out.prefix_hit_tokens, error)
                               .dump()
                               .c_str());
     } else if (stream_text) {

@@ -223,10 +223,7 @@ grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::Gener
       }
     }
     if (done != nullptr) {
-      if (!done->error.empty()) {
-        result = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                              absl::StrFormat("request failed in the worker group: %s", done->error));
-      }
+      if (!done->status.ok()) result = ToGrpcStatus(done->status);
       break;
     }
     if (context->IsCancelled()) {
@@ -268,7 +265,7 @@ grpc::Status InferenceService::GenerateStream(grpc::ServerContext* context,
     }
     if (done != nullptr) {
       FillUsage(*done, msg.mutable_usage(), msg.mutable_timings());
-      msg.set_error(done->error);
+      msg.set_error(std::string(done->status.message()));
       if (request->decoding_mode() == pb::DECODING_MODE_BEAM_SEARCH) {
         for (size_t i = 0; i < done->completions.size(); ++i) {
           FillCompletion(done->completions[i], static_cast<int32_t>(i), top_k,
@@ -295,7 +292,7 @@ grpc::Status InferenceService::Generate(grpc::ServerContext* context,
                      response->add_completions());
     }
     FillUsage(*done, response->mutable_usage(), response->mutable_timings());
-    response->set_error(done->error);
+    response->set_error(std::string(done->status.message()));
     return true;
   };
   return Run(context, *request, emit);

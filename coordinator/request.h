@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/strong_id.h"
 #include "coordinator/decoding/beam_search.h"
 #include "engine/sampling/sampler.h"
@@ -64,8 +65,10 @@ struct RequestOutput {
   std::vector<int32_t> prompt_token_ids;
   std::vector<Completion> completions;  // n entries, by sample index
   int64_t prefix_hit_tokens = 0;        // prompt tokens served from the prefix cache
-  std::string error;                    // set when finish reason is kError
-  double queue_ms = 0;  // arrival to first admission into the running batch
+  // Not OK when the request failed (finish reason kError): UNAVAILABLE for a
+  // lost worker group, with a message naming the step and the cause.
+  absl::Status status;
+  double queue_ms = 0;  // submission to first admission into the running batch
   // Speculative decoding: verification rounds, draft tokens verified, and
   // those accepted (acceptance rate = accepted / draft tokens).
   int64_t num_speculative_rounds = 0;

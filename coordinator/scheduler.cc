@@ -368,8 +368,9 @@ absl::StatusOr<bool> Scheduler::Step() {
   absl::StatusOr<worker::StepResult> result = group_->Step(plan);
   ++stats_.num_steps;
   if (!result.ok()) {
-    std::string error = absl::StrFormat("worker step %d failed: %s", plan.step_id,
-                                        result.status().ToString());
+    const absl::Status error(result.status().code(),
+                             absl::StrFormat("worker step %d failed: %s", plan.step_id,
+                                             result.status().message()));
     std::vector<RequestState*> affected;
     for (Sequence* seq : scheduled) affected.push_back(seq->request);
     for (RequestState* r : affected) {
@@ -579,8 +580,8 @@ void Scheduler::FinishSequence(Sequence* seq, FinishReason reason) {
   MaybeCompleteRequest(r);
 }
 
-void Scheduler::FailRequest(RequestState* r, const std::string& error) {
-  r->error = error;
+void Scheduler::FailRequest(RequestState* r, const absl::Status& status) {
+  r->status = status;
   if (r->beam) {
     if (!r->done) FinishBeamSearch(r, FinishReason::kError);
     return;
@@ -600,7 +601,7 @@ void Scheduler::MaybeCompleteRequest(RequestState* r) {
   out.id = r->request.id;
   out.prompt_token_ids = r->request.prompt_tokens;
   out.prefix_hit_tokens = r->prefix_hit_tokens;
-  out.error = r->error;
+  out.status = r->status;
   auto now = Clock::now();
   out.latency_ms = std::chrono::duration<double, std::milli>(now - r->submit_time).count();
   out.num_speculative_rounds = r->num_speculative_rounds;

@@ -133,7 +133,7 @@ class Scheduler {
   void ForkInKv(Sequence* parent, Sequence* child);
   void OnSampled(Sequence* seq, const sampling::SampleResult& sample);
   void FinishSequence(Sequence* seq, FinishReason reason);
-  void FailRequest(RequestState* request, const std::string& error);
+  void FailRequest(RequestState* request, const absl::Status& status);
   void MaybeCompleteRequest(RequestState* request);
   void ReleaseSequence(Sequence* seq);
   void EraseDoneRequests();

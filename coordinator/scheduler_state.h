@@ -94,7 +94,7 @@ struct Scheduler::RequestState {
   int64_t prefix_hit_tokens = 0;
   bool admitted_once = false;
   bool done = false;
-  std::string error;
+  absl::Status status;  // why the request failed; OK otherwise
 };
 
 // Priority first (higher first), then arrival (earlier first).

@@ -103,7 +103,7 @@ TEST_F(SpeculativeSchedulerTest, NothingLeaksAfterRollbacksSamplingForksAndPreem
   EXPECT_EQ(out_.outputs.at(off.id.value()).num_draft_tokens, 0) << "a request turned it off";
   EXPECT_EQ(out_.outputs.at(sampled.id.value()).completions.size(), 3u);
   for (const auto& [rid, o] : out_.outputs) {
-    EXPECT_TRUE(o.error.empty()) << rid << ": " << o.error;
+    EXPECT_TRUE(o.status.ok()) << rid << ": " << o.status;
     EXPECT_LE(o.num_accepted_tokens, o.num_draft_tokens);
   }
 }
