@@ -120,48 +120,105 @@ class Scheduler {
  private:
   struct Sequence;
   struct RequestState;
+  struct ScheduledStep;
+  struct SpeculationCounts;
 
+  // Requests (scheduler.cc).
   void DrainInbox();
   void Admit(RequestState* request);
-  bool ScheduleRunning(worker::StepPlan& plan, int32_t& budget);
-  void ScheduleWaiting(worker::StepPlan& plan, int32_t& budget);
-  void AddStep(worker::StepPlan& plan, Sequence* seq, int32_t num_new);
+  void CancelRequest(RequestState* request);
+  std::unique_ptr<Sequence> MakeSequence(RequestState* request, int32_t index,
+                                         std::vector<int32_t> tokens);
+  // Queues `seq` (not in the cache) in priority-then-arrival order.
+  void EnqueueWaiting(Sequence* seq);
+  // Releases the sequence's blocks and draft; it leaves every queue.
+  void ReleaseSequence(Sequence* seq);
+  void FinishSequence(Sequence* seq, FinishReason reason);
+  void FailRequest(RequestState* request, const absl::Status& status);
+  void MaybeCompleteRequest(RequestState* request);
+  void EraseDoneRequests();
+
+  // Building a step (scheduler_schedule.cc). Schedule() returns the plan and
+  // the sequences it computes; it never calls the worker group.
+  ScheduledStep Schedule();
+  // Running sequences first (decode tokens, unfinished prefills, drafts),
+  // preempting from the back when blocks run out.
+  void ScheduleRunning(ScheduledStep& step, int32_t& budget);
+  // False when `seq` got no blocks: the caller preempts.
+  bool TryScheduleRunning(ScheduledStep& step, Sequence* seq, int32_t& budget);
+  // Then waiting sequences, admitted in order while budget and blocks allow.
+  void ScheduleWaiting(ScheduledStep& step, int32_t& budget);
+  // The plan's entry for a scheduled sequence.
+  worker::SequenceStep SequenceStepOf(const Sequence* seq) const;
+  // The worker's announcement of a sequence it has not seen.
+  worker::NewSequence NewSequenceOf(const Sequence* seq) const;
   void Preempt(Sequence* seq);
   void ForkChildren(Sequence* parent);
   // Gives `child` (same tokens as `parent`) a new id sharing the parent's
   // KV blocks copy-on-write, runs it, and announces it to the worker.
   void ForkInKv(Sequence* parent, Sequence* child);
-  void OnSampled(Sequence* seq, const sampling::SampleResult& sample);
-  void FinishSequence(Sequence* seq, FinishReason reason);
-  void FailRequest(RequestState* request, const absl::Status& status);
-  void MaybeCompleteRequest(RequestState* request);
-  void ReleaseSequence(Sequence* seq);
-  void EraseDoneRequests();
-  // Beam search (see coordinator/decoding/beam_search.h).
-  std::unique_ptr<Sequence> MakeBeamSequence(RequestState* r, std::vector<int32_t> tokens);
+
+  // Folding a step's result (scheduler_apply.cc): one fold per mode.
+  void Apply(ScheduledStep& step, const worker::StepResult& result);
+  // Sampling: appends the token, streams its text, checks stop conditions.
+  void ApplySample(Sequence* seq, const sampling::SampleResult& sample);
+  // Stop reason after `token` (kNone: keep going); `delta.text` gets the
+  // text it completes.
+  FinishReason CheckStop(Sequence* seq, int32_t token, CompletionDelta& delta);
+  // Beam search: the beam's candidates (and, with drafts, those after each).
+  void ApplyBeam(Sequence* seq, const worker::SequenceResult& result);
+  // A failed step fails every request it carried.
+  void FailStep(const ScheduledStep& step, const absl::Status& status);
+
+  // Beam search (scheduler_beam.cc, see coordinator/decoding/beam_search.h).
   void AdmitBeamSearch(RequestState* r);
   // Runs the request's beam step once every running beam has candidates:
   // forks, continues and releases beam sequences, or finishes the request.
   void AdvanceBeams(RequestState* r);
+  // One beam step on the candidates: false once the search is done.
+  bool TakeBeamStep(RequestState* r);
+  // The beams after a step's moves: the first move of a parent reuses it,
+  // later ones fork it; returns the old beams no move continued.
+  std::vector<std::unique_ptr<Sequence>> MoveBeams(RequestState* r,
+                                                   const std::vector<BeamMove>& moves);
+  // Appends the move's token to beam `b`, along its draft when it follows it.
+  void ExtendBeam(Sequence* b, int32_t token, worker::NewSequence* announced);
   // Once the beams of a speculative round left their drafts: counts what
   // was followed and rolls each draft back to it.
   void RollBackBeamDrafts(RequestState* r);
-  // Speculative decoding (scheduler_speculative.cc): asks the draft pool
-  // for this step's proposals of the decoding sequences that speculate.
-  void ProposeDrafts();
-  // Folds a verification result: the accepted drafts' K/V stays, the rest
-  // is truncated, the draft rolls back, and every emitted token is sampled
-  // into the sequence in order.
-  void FoldVerification(Sequence* seq, const worker::SequenceResult& result);
-  // Rolls back the drafts of sequences that did not make it into the step.
-  void DropUnusedDrafts();
-  // The draft forgets `seq` (finished, preempted or failed).
-  void ForgetDraft(Sequence* seq);
   // Streams the best beam so far (the whole text, replacing the last).
   void EmitBestBeam(RequestState* r, FinishReason reason);
   // Releases every beam; kNone → the finalized hypotheses are the
   // completions, else (cancel, error) the best beam so far with `forced`.
   void FinishBeamSearch(RequestState* r, FinishReason forced);
+  std::string DecodeText(const std::vector<int32_t>& tokens) const;
+
+  // Speculative decoding (scheduler_speculative.cc): asks the draft pool
+  // for this step's proposals of the decoding sequences that speculate.
+  void ProposeDrafts();
+  // The draft request for `seq` at `gamma`, or nullopt when the draft lost it.
+  std::optional<DraftRequest> DraftRequestOf(Sequence* seq, int32_t gamma);
+  // Gamma for `seq` this step (0: no drafts); `step_tokens` and
+  // `step_sequences` describe the step the proposal joins.
+  int32_t ChooseGamma(const Sequence* seq, int64_t step_tokens, int64_t step_sequences,
+                      bool probing);
+  // Auto gamma before the draft's cost is known: the sequence that probes it.
+  Sequence* ChooseProbe() const;
+  // Verification: the accepted drafts' K/V stays, the rest is truncated,
+  // the draft rolls back, and every emitted token is sampled into the
+  // sequence in order.
+  void ApplyVerify(Sequence* seq, const worker::SequenceResult& result);
+  // Rolls back the drafts of sequences that did not make it into the step.
+  void DropUnusedDrafts();
+  // Rolls the draft of `seq` back to `keep` tokens (when it holds more); a
+  // draft that fails stops speculating the sequence.
+  void RollBackDraft(Sequence* seq, int32_t keep);
+  // The draft forgets `seq` (finished, preempted or failed).
+  void ForgetDraft(Sequence* seq);
+  // Adds to the request's and the scheduler's speculation counters.
+  void CountSpeculation(RequestState* r, const SpeculationCounts& counts);
+  bool Speculates(const RequestState* r) const;
+
   SeqId NextSeqId() { return SeqId(next_seq_id_++); }
 
   SchedulerConfig config_;
@@ -185,7 +242,7 @@ class Scheduler {
   std::vector<Sequence*> running_;   // in the KV cache
   std::deque<Sequence*> waiting_;    // not in the KV cache
   std::vector<SeqId> released_;      // to forget on the worker in the next plan
-  std::vector<worker::NewSequence> pending_new_;  // forked children to announce
+  std::vector<worker::NewSequence> pending_new_;  // forked children to announce in the next plan
   // Beam sequences dropped during a step, kept alive until the step ends
   // (the step's scheduled list may still point at them).
   std::vector<std::unique_ptr<Sequence>> retired_;

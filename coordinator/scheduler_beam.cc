@@ -11,20 +11,6 @@
 
 namespace tandem::coordinator {
 
-std::unique_ptr<Scheduler::Sequence> Scheduler::MakeBeamSequence(RequestState* r,
-                                                                 std::vector<int32_t> tokens) {
-  auto s = std::make_unique<Sequence>();
-  s->request = r;
-  s->index = static_cast<int32_t>(r->next_beam_stream++);
-  s->tokens = std::move(tokens);
-  s->prompt_len = static_cast<int32_t>(r->request.prompt_tokens.size());
-  s->beam = true;
-  s->speculate = draft_pool_ != nullptr && r->request.num_speculative_tokens.value_or(1) != 0 &&
-                 draft_pool_->Serves(r->request.draft);
-  s->acceptance = gamma_controller_.NewProfile();
-  return s;
-}
-
 void Scheduler::AdmitBeamSearch(RequestState* r) {
   GenerateRequest& req = r->request;
   std::vector<int32_t> eos;
@@ -40,12 +26,10 @@ void Scheduler::AdmitBeamSearch(RequestState* r) {
   req.params.beam_candidates = r->beam->candidates_per_beam();
   req.params.beam_sample = req.beam->do_sample;
   r->num_unfinished = 1;
-  r->beams.push_back(MakeBeamSequence(r, req.prompt_tokens));
-  Sequence* first = r->beams.back().get();
-  first->in_waiting = true;
-  auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), first,
-                              [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
-  waiting_.insert(pos, first);
+  r->beams.push_back(MakeSequence(r, static_cast<int32_t>(r->next_beam_stream++),
+                                  req.prompt_tokens));
+  r->beams.back()->role = SequenceRole::kBeam;
+  EnqueueWaiting(r->beams.back().get());
 }
 
 void Scheduler::AdvanceBeams(RequestState* r) {
@@ -55,123 +39,115 @@ void Scheduler::AdvanceBeams(RequestState* r) {
   // every running beam has them.
   while (true) {
     for (const auto& b : r->beams) {
-      if (!b->has_candidates) {
+      if (!b->beam_candidates.has_value()) {
         RollBackBeamDrafts(r);
         return;  // some beam needs a forward first
       }
     }
-    std::vector<std::vector<BeamCandidate>> candidates;
-    for (auto& b : r->beams) {
-      candidates.push_back(std::move(b->candidates));
-      b->candidates.clear();
-      b->has_candidates = false;
+    if (!TakeBeamStep(r)) return;
+  }
+}
+
+bool Scheduler::TakeBeamStep(RequestState* r) {
+  std::vector<std::vector<BeamCandidate>> candidates;
+  for (auto& b : r->beams) {
+    candidates.push_back(*std::move(b->beam_candidates));
+    b->beam_candidates.reset();
+  }
+  const std::vector<BeamMove> moves = r->beam->Step(candidates);
+  stats_.num_generated_tokens += static_cast<int64_t>(candidates.size());
+  if (r->beam->done()) {
+    FinishBeamSearch(r, FinishReason::kNone);
+    return false;
+  }
+  for (std::unique_ptr<Sequence>& b : MoveBeams(r, moves)) {
+    ReleaseSequence(b.get());
+    retired_.push_back(std::move(b));
+  }
+  EmitBestBeam(r, FinishReason::kNone);
+  return true;
+}
+
+std::vector<std::unique_ptr<Scheduler::Sequence>> Scheduler::MoveBeams(
+    RequestState* r, const std::vector<BeamMove>& moves) {
+  // The first move of a parent reuses its sequence, later ones fork it
+  // (copy-on-write KV, draft K/V included) before any of them changes.
+  std::vector<std::unique_ptr<Sequence>> old = std::move(r->beams);
+  r->beams.clear();
+  std::vector<Sequence*> parents;
+  for (const auto& b : old) parents.push_back(b.get());
+  std::vector<int64_t> announced;  // index into pending_new_, or -1
+  for (const BeamMove& m : moves) {
+    Sequence* parent = parents[m.parent];
+    announced.push_back(-1);
+    if (old[m.parent] != nullptr) {
+      r->beams.push_back(std::move(old[m.parent]));
+      continue;
     }
-    const std::vector<BeamMove> moves = r->beam->Step(candidates);
-    stats_.num_generated_tokens += static_cast<int64_t>(candidates.size());
-    if (r->beam->done()) {
-      FinishBeamSearch(r, FinishReason::kNone);
-      return;
+    std::unique_ptr<Sequence> child =
+        MakeSequence(r, static_cast<int32_t>(r->next_beam_stream++), parent->tokens);
+    child->role = SequenceRole::kBeam;
+    if (parent->running()) {
+      child->draft.beam.ahead = parent->draft.beam.ahead;
+      child->draft.beam.ahead_candidates = parent->draft.beam.ahead_candidates;
+      ForkInKv(parent, child.get());
+      announced.back() = static_cast<int64_t>(pending_new_.size()) - 1;
+    } else {
+      EnqueueWaiting(child.get());  // the parent was preempted: the child recomputes
     }
-    // The first move of a parent reuses its sequence, later ones fork it
-    // (copy-on-write KV, draft K/V included) before any of them changes.
-    std::vector<std::unique_ptr<Sequence>> old = std::move(r->beams);
-    std::vector<Sequence*> parents;
-    for (const auto& b : old) parents.push_back(b.get());
-    std::vector<bool> reused(old.size(), false);
-    std::vector<int64_t> announced;  // index into pending_new_, or -1
-    for (const BeamMove& m : moves) {
-      Sequence* parent = parents[m.parent];
-      if (!reused[m.parent]) {
-        reused[m.parent] = true;
-        r->beams.push_back(std::move(old[m.parent]));
-        announced.push_back(-1);
-        continue;
-      }
-      std::unique_ptr<Sequence> child = MakeBeamSequence(r, parent->tokens);
-      child->spec_drafts = parent->spec_drafts;
-      child->draft_candidates = parent->draft_candidates;
-      if (parent->in_kv) {
-        ForkInKv(parent, child.get());
-        announced.push_back(static_cast<int64_t>(pending_new_.size()) - 1);
-      } else {
-        // The parent was preempted: the child recomputes from the waiting queue.
-        child->spec_drafts.clear();
-        child->draft_candidates.clear();
-        child->in_waiting = true;
-        auto pos = std::upper_bound(
-            waiting_.begin(), waiting_.end(), child.get(),
-            [](const Sequence* a, const Sequence* b) { return RunsBefore(a, b); });
-        waiting_.insert(pos, child.get());
-        announced.push_back(-1);
-      }
-      r->beams.push_back(std::move(child));
-    }
-    for (size_t i = 0; i < r->beams.size(); ++i) {
-      Sequence* b = r->beams[i].get();
-      const int32_t token = moves[i].token;
-      b->tokens.push_back(token);
-      if (!b->spec_drafts.empty() && b->spec_drafts.front() == token && b->in_kv) {
-        // Along the draft: the token's K/V and the candidates after it exist.
-        ++b->num_computed;
-        b->candidates = std::move(b->draft_candidates.front());
-        b->has_candidates = true;
-        b->spec_drafts.erase(b->spec_drafts.begin());
-        b->draft_candidates.erase(b->draft_candidates.begin());
-        if (announced[i] >= 0) pending_new_[announced[i]].output_tokens.push_back(token);
-      } else if (!b->spec_drafts.empty()) {
-        // Off the draft: drop the K/V computed for the rest of it.
-        b->spec_drafts.clear();
-        b->draft_candidates.clear();
-        if (b->in_kv) kv_->Truncate(b->id, b->num_computed);
-      }
-    }
-    for (auto& b : old) {
-      if (b == nullptr) continue;  // reused
-      ReleaseSequence(b.get());
-      retired_.push_back(std::move(b));
-    }
-    EmitBestBeam(r, FinishReason::kNone);
+    r->beams.push_back(std::move(child));
+  }
+  for (size_t i = 0; i < r->beams.size(); ++i) {
+    ExtendBeam(r->beams[i].get(), moves[i].token,
+               announced[i] >= 0 ? &pending_new_[announced[i]] : nullptr);
+  }
+  std::erase(old, nullptr);
+  return old;
+}
+
+void Scheduler::ExtendBeam(Sequence* b, int32_t token, worker::NewSequence* announced) {
+  b->tokens.push_back(token);
+  BeamDraftWalk& walk = b->draft.beam;
+  if (!walk.on_draft()) return;
+  if (walk.ahead.front() == token && b->running()) {
+    // Along the draft: the token's K/V and the candidates after it exist.
+    ++b->num_computed;
+    b->beam_candidates = std::move(walk.ahead_candidates.front());
+    walk.ahead.erase(walk.ahead.begin());
+    walk.ahead_candidates.erase(walk.ahead_candidates.begin());
+    if (announced != nullptr) announced->output_tokens.push_back(token);
+  } else {
+    // Off the draft: drop the K/V computed for the rest of it.
+    walk.Leave();
+    if (b->running()) kv_->Truncate(b->id, b->num_computed);
   }
 }
 
 void Scheduler::RollBackBeamDrafts(RequestState* r) {
-  // How far each beam's tokens followed what was proposed to it.
-  auto matched_of = [](const Sequence* seq) {
-    int32_t matched = 0;
-    while (matched < static_cast<int32_t>(seq->proposed.size()) &&
-           seq->draft_base + matched < static_cast<int32_t>(seq->tokens.size()) &&
-           seq->tokens[seq->draft_base + matched] == seq->proposed[matched]) {
-      ++matched;
-    }
-    return matched;
-  };
   // The search takes a step without a forward only while every beam is on
   // its draft, so the request gains what its least-following beam did: that
   // is the acceptance auto gamma learns for each beam.
   int32_t request_matched = std::numeric_limits<int32_t>::max();
   for (auto& b : r->beams) {
-    if (!b->proposed.empty()) request_matched = std::min(request_matched, matched_of(b.get()));
+    const BeamDraftWalk& walk = b->draft.beam;
+    if (!walk.proposed.empty()) request_matched = std::min(request_matched, walk.Matched(b->tokens));
   }
   for (auto& b : r->beams) {
     Sequence* seq = b.get();
-    if (seq->proposed.empty()) continue;
-    const int32_t matched = matched_of(seq);
-    if (!seq->spec_drafts.empty()) continue;  // still on the draft: later
-    stats_.num_accepted_tokens += matched;
-    r->num_accepted_tokens += matched;
-    gamma_controller_.UpdateAcceptance(seq->acceptance, std::min(matched, request_matched),
-                                       static_cast<int32_t>(seq->proposed.size()));
-    seq->proposed.clear();
-    const int32_t keep = std::min(seq->draft_len, seq->draft_base + matched);
-    if (draft_pool_ != nullptr && keep < seq->draft_len) {
-      if (draft_pool_->Release(seq->id, keep)) {
-        seq->draft_len = keep;
-      } else {
-        seq->speculate = false;
-        seq->draft_len = 0;
-      }
-    }
+    BeamDraftWalk& walk = seq->draft.beam;
+    if (walk.proposed.empty() || walk.on_draft()) continue;  // on the draft: later
+    const int32_t matched = walk.Matched(seq->tokens);
+    CountSpeculation(r, {.accepted_tokens = matched});
+    gamma_controller_.UpdateAcceptance(seq->draft.acceptance, std::min(matched, request_matched),
+                                       static_cast<int32_t>(walk.proposed.size()));
+    walk.proposed.clear();
+    RollBackDraft(seq, walk.proposed_at + matched);
   }
+}
+
+std::string Scheduler::DecodeText(const std::vector<int32_t>& tokens) const {
+  absl::StatusOr<std::string> text = tokenizer_->Decode(tokens, /*skip_special=*/true);
+  return text.ok() ? *std::move(text) : std::string();
 }
 
 void Scheduler::EmitBestBeam(RequestState* r, FinishReason reason) {
@@ -180,8 +156,7 @@ void Scheduler::EmitBestBeam(RequestState* r, FinishReason reason) {
   delta.index = 0;
   delta.replace = true;
   delta.token_ids = r->beam->BestTokens();
-  absl::StatusOr<std::string> text = tokenizer_->Decode(delta.token_ids, /*skip_special=*/true);
-  if (text.ok()) delta.text = *std::move(text);
+  delta.text = DecodeText(delta.token_ids);
   delta.finish_reason = reason;
   observer_->OnDelta(delta);
 }
@@ -195,8 +170,7 @@ void Scheduler::FinishBeamSearch(RequestState* r, FinishReason forced) {
   if (forced == FinishReason::kNone) {
     for (BeamHypothesis& h : r->beam->Finalize()) {
       Completion c;
-      absl::StatusOr<std::string> text = tokenizer_->Decode(h.tokens, /*skip_special=*/true);
-      if (text.ok()) c.text = *std::move(text);
+      c.text = DecodeText(h.tokens);
       c.token_ids = std::move(h.tokens);
       if (h.ended_with_eos) c.token_ids.push_back(h.eos_token);
       c.finish_reason = h.ended_with_eos ? FinishReason::kStop : FinishReason::kLength;
@@ -216,8 +190,7 @@ void Scheduler::FinishBeamSearch(RequestState* r, FinishReason forced) {
     // Cancelled or failed: the best beam so far is the answer.
     Completion c;
     c.token_ids = r->beam->BestTokens();
-    absl::StatusOr<std::string> text = tokenizer_->Decode(c.token_ids, /*skip_special=*/true);
-    if (text.ok()) c.text = *std::move(text);
+    c.text = DecodeText(c.token_ids);
     c.finish_reason = forced;
     r->beam_results.push_back(std::move(c));
   }

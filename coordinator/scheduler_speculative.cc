@@ -2,9 +2,9 @@
 // built, ProposeDrafts asks the draft pool for the decoding sequences'
 // proposals (gamma fixed or chosen by the GammaController); the step then
 // computes each such sequence's token plus its drafts, the worker verifies
-// them (engine/sampling/speculative_verifier.h) and FoldVerification keeps
-// the accepted prefix: K/V truncated past it, the draft rolled back to it,
-// the emitted tokens sampled into the sequence one by one (stop checks and
+// them (engine/sampling/speculative_verifier.h) and ApplyVerify keeps the
+// accepted prefix: K/V truncated past it, the draft rolled back to it, the
+// emitted tokens sampled into the sequence one by one (stop checks and
 // max_tokens apply to each).
 #include <algorithm>
 
@@ -34,80 +34,82 @@ void Scheduler::set_draft_pool(DraftPool* pool, const SpeculationConfig& config)
   gamma_controller_ = GammaController(config.auto_gamma);
 }
 
+Scheduler::Sequence* Scheduler::ChooseProbe() const {
+  // The same sequence while it can, so the draft pays one prompt prefill and
+  // the next calls measure its steady cost.
+  Sequence* probe = nullptr;
+  for (Sequence* seq : running_) {
+    if (!seq->CanPropose()) continue;
+    if (probe == nullptr || (seq->draft.held_len > 0 && probe->draft.held_len == 0)) probe = seq;
+  }
+  return probe;
+}
+
+int32_t Scheduler::ChooseGamma(const Sequence* seq, int64_t step_tokens, int64_t step_sequences,
+                               bool probing) {
+  const RequestState* r = seq->request;
+  const int32_t len = static_cast<int32_t>(seq->tokens.size());
+  // Drafts past max_tokens or the context would be thrown away.
+  const int32_t room = std::min(r->request.params.max_tokens - (len - seq->prompt_len),
+                                group_->info().context_length - len) -
+                       1;
+  int32_t gamma = r->request.num_speculative_tokens.value_or(speculation_.num_speculative_tokens);
+  if (gamma == 0) {
+    gamma = gamma_controller_.Choose(seq->draft.acceptance, std::max<int64_t>(1, step_tokens),
+                                     std::max<int64_t>(1, step_sequences));
+    if (probing) gamma = std::max(gamma, 1);
+  }
+  return std::min(gamma, room);
+}
+
+std::optional<DraftRequest> Scheduler::DraftRequestOf(Sequence* seq, int32_t gamma) {
+  const RequestState* r = seq->request;
+  const int32_t len = static_cast<int32_t>(seq->tokens.size());
+  if (seq->draft.held_len >= len) {
+    // The draft already saw the last token (a proposal that did not make
+    // it into a step, or that drafted nothing): it must see it again.
+    RollBackDraft(seq, len - 1);
+    if (!seq->draft.active) return std::nullopt;
+  }
+  DraftRequest d;
+  d.seq = seq->id;
+  d.new_tokens.assign(seq->tokens.begin() + seq->draft.held_len, seq->tokens.end());
+  d.start_pos = seq->draft.held_len;
+  d.gamma = gamma;
+  d.params = &r->draft_params;
+  d.seed = r->seed;
+  d.stream = static_cast<uint64_t>(std::max(0, seq->index));
+  d.kind = r->request.draft;
+  return d;
+}
+
 void Scheduler::ProposeDrafts() {
   if (draft_pool_ == nullptr) return;
   // The step this proposal joins: tokens it will compute and sequences it
   // generates for (the cost model of the auto gamma).
-  int64_t batch_tokens = 0;
-  int64_t batch_sequences = 0;
+  int64_t step_tokens = 0;
+  int64_t step_sequences = 0;
   for (const Sequence* seq : running_) {
     const int32_t left = seq->target() - seq->num_computed;
-    batch_tokens += std::max(0, left);
-    if (left == 1) ++batch_sequences;
+    step_tokens += std::max(0, left);
+    if (left == 1) ++step_sequences;
   }
-  batch_tokens = std::min<int64_t>(batch_tokens, config_.max_num_batched_tokens);
-
+  step_tokens = std::min<int64_t>(step_tokens, config_.max_num_batched_tokens);
+  const bool probing =
+      speculation_.num_speculative_tokens == 0 && !gamma_controller_.draft_cost_known();
+  const Sequence* probe = probing ? ChooseProbe() : nullptr;
   std::vector<DraftRequest> requests;
   std::vector<Sequence*> asking;
-  int64_t drafted = 0;
-  // Auto gamma before the draft's cost is known: one sequence probes the
-  // draft (gamma >= 1), the same one while it can, so the draft pays one
-  // prompt prefill and the next calls measure its steady cost.
-  const bool probing = speculation_.num_speculative_tokens == 0 &&
-                       !gamma_controller_.draft_cost_known();
-  Sequence* probe = nullptr;
-  if (probing) {
-    for (Sequence* seq : running_) {
-      if (!seq->speculate || seq->finished || seq->fork_parent || seq->has_candidates ||
-          seq->num_computed != static_cast<int32_t>(seq->tokens.size()) - 1) {
-        continue;
-      }
-      if (probe == nullptr || (seq->draft_len > 0 && probe->draft_len == 0)) probe = seq;
-    }
-  }
   for (Sequence* seq : running_) {
-    seq->drafts.clear();
-    seq->draft_probs.clear();
-    RequestState* r = seq->request;
-    if (!seq->speculate || seq->finished || seq->fork_parent || seq->has_candidates) continue;
-    const int32_t len = static_cast<int32_t>(seq->tokens.size());
-    if (seq->num_computed != len - 1) continue;  // prefilling
-    // Drafts past max_tokens or the context would be thrown away.
-    const int32_t generated = len - seq->prompt_len;
-    const int32_t room = std::min(r->request.params.max_tokens - generated,
-                                  group_->info().context_length - len) - 1;
-    if (probing && seq != probe) continue;
-    int32_t gamma = r->request.num_speculative_tokens.value_or(speculation_.num_speculative_tokens);
-    if (gamma == 0) {
-      // The step as it stands: plain tokens plus the drafts chosen so far.
-      gamma = gamma_controller_.Choose(seq->acceptance,
-                                       std::max<int64_t>(1, batch_tokens + drafted),
-                                       std::max<int64_t>(1, batch_sequences));
-      if (probing) gamma = std::max(gamma, 1);
-    }
-    gamma = std::min(gamma, room);
-    if (gamma >= 1) drafted += gamma;
+    seq->draft.proposal.Clear();
+    if (!seq->CanPropose() || (probing && seq != probe)) continue;
+    // The step as it stands: plain tokens plus the drafts chosen so far.
+    const int32_t gamma = ChooseGamma(seq, step_tokens, step_sequences, probing);
     if (gamma < 1) continue;
-    if (seq->draft_len >= len) {
-      // The draft already saw the last token (a proposal that did not make
-      // it into a step, or that drafted nothing): it must see it again.
-      if (!draft_pool_->Release(seq->id, len - 1)) {
-        seq->speculate = false;
-        seq->draft_len = 0;
-        continue;
-      }
-      seq->draft_len = len - 1;
-    }
-    DraftRequest d;
-    d.seq = seq->id;
-    d.new_tokens.assign(seq->tokens.begin() + seq->draft_len, seq->tokens.end());
-    d.start_pos = seq->draft_len;
-    d.gamma = gamma;
-    d.params = &r->draft_params;
-    d.seed = r->seed;
-    d.stream = static_cast<uint64_t>(std::max(0, seq->index));
-    d.kind = r->request.draft;
-    requests.push_back(std::move(d));
+    step_tokens += gamma;
+    std::optional<DraftRequest> d = DraftRequestOf(seq, gamma);
+    if (!d.has_value()) continue;
+    requests.push_back(*std::move(d));
     asking.push_back(seq);
   }
   if (requests.empty()) return;
@@ -126,90 +128,76 @@ void Scheduler::ProposeDrafts() {
     // the correction; more means a prompt (a new or restarted sequence).
     prefill |= static_cast<int32_t>(d.new_tokens.size()) > d.gamma + 1;
   }
-  if (!prefill) {
-    gamma_controller_.ObserveDraft(positions, propose_ms_);
-  }
+  if (!prefill) gamma_controller_.ObserveDraft(positions, propose_ms_);
   for (size_t i = 0; i < asking.size(); ++i) {
-    Sequence* seq = asking[i];
+    DraftState& draft = asking[i]->draft;
     DraftProposal& p = proposals[i];
     if (!p.ok) {
-      // The draft is lost for this sequence: it decodes plainly from now on.
-      seq->speculate = false;
-      seq->draft_len = 0;
+      draft.Deactivate();  // the draft is lost for this sequence: plain decoding from now on
       continue;
     }
     const int32_t k = static_cast<int32_t>(p.tokens.size());
-    seq->draft_len = requests[i].start_pos + static_cast<int32_t>(requests[i].new_tokens.size()) +
+    draft.held_len = requests[i].start_pos + static_cast<int32_t>(requests[i].new_tokens.size()) +
                      std::max(0, k - 1);
-    seq->drafts = std::move(p.tokens);
-    seq->draft_probs = std::move(p.probs);
+    draft.proposal.tokens = std::move(p.tokens);
+    draft.proposal.probs = std::move(p.probs);
   }
 }
 
-void Scheduler::FoldVerification(Sequence* seq, const worker::SequenceResult& result) {
-  RequestState* r = seq->request;
+void Scheduler::ApplyVerify(Sequence* seq, const worker::SequenceResult& result) {
   const int32_t accepted = static_cast<int32_t>(result.accepted_drafts.size());
-  const int32_t proposed = seq->num_step_drafts;
+  const int32_t proposed = seq->draft.proposal.num_in_step;
   const int32_t len_before = static_cast<int32_t>(seq->tokens.size());
   // The step computed K/V for the token and every draft; keep the token's
   // and the accepted drafts'.
   seq->num_computed += accepted;
   kv_->Truncate(seq->id, seq->num_computed);
-  ++stats_.num_speculative_rounds;
-  stats_.num_draft_tokens += proposed;
-  stats_.num_accepted_tokens += accepted;
-  ++r->num_speculative_rounds;
-  r->num_draft_tokens += proposed;
-  r->num_accepted_tokens += accepted;
-  gamma_controller_.UpdateAcceptance(seq->acceptance, accepted, proposed);
-  seq->drafts.clear();
-  seq->draft_probs.clear();
-  seq->num_step_drafts = 0;
+  CountSpeculation(seq->request, {1, proposed, accepted});
+  gamma_controller_.UpdateAcceptance(seq->draft.acceptance, accepted, proposed);
+  seq->draft.proposal.Clear();
   // The draft keeps what is still the sequence's history.
-  const int32_t keep = std::min(seq->draft_len, len_before + accepted);
-  if (keep < seq->draft_len) {
-    if (draft_pool_->Release(seq->id, keep)) {
-      seq->draft_len = keep;
-    } else {
-      seq->speculate = false;
-      seq->draft_len = 0;
-    }
-  }
+  RollBackDraft(seq, len_before + accepted);
   for (const sampling::SampleResult& token : result.accepted_drafts) {
-    OnSampled(seq, token);
-    if (seq->finished) return;
+    ApplySample(seq, token);
+    if (seq->finished()) return;
   }
-  OnSampled(seq, result.sample);
+  ApplySample(seq, result.sample);
 }
 
 void Scheduler::DropUnusedDrafts() {
   for (Sequence* seq : running_) {
-    if (seq->drafts.empty() || seq->num_step_drafts > 0) continue;
+    if (seq->draft.proposal.empty() || seq->draft.proposal.num_in_step > 0) continue;
     // Proposed but not sent (no budget or blocks this step): the draft
     // holds tokens past the sequence; roll it back to the sequence.
-    seq->drafts.clear();
-    seq->draft_probs.clear();
-    const int32_t len = static_cast<int32_t>(seq->tokens.size());
-    if (seq->draft_len > len) {
-      if (draft_pool_->Release(seq->id, len)) {
-        seq->draft_len = len;
-      } else {
-        seq->speculate = false;
-        seq->draft_len = 0;
-      }
-    }
+    seq->draft.proposal.Clear();
+    RollBackDraft(seq, static_cast<int32_t>(seq->tokens.size()));
+  }
+}
+
+void Scheduler::RollBackDraft(Sequence* seq, int32_t keep) {
+  DraftState& draft = seq->draft;
+  if (keep >= draft.held_len) return;
+  if (draft_pool_ != nullptr && draft_pool_->Release(seq->id, keep)) {
+    draft.held_len = keep;
+  } else {
+    draft.Deactivate();
   }
 }
 
 void Scheduler::ForgetDraft(Sequence* seq) {
-  seq->spec_drafts.clear();
-  seq->draft_candidates.clear();
-  seq->proposed.clear();
-  seq->drafts.clear();
-  seq->draft_probs.clear();
-  seq->num_step_drafts = 0;
-  if (draft_pool_ != nullptr && seq->draft_len > 0) draft_pool_->Release(seq->id, 0);
-  seq->draft_len = 0;
+  DraftState& draft = seq->draft;
+  draft.beam.Leave();
+  draft.beam.proposed.clear();
+  draft.proposal.Clear();
+  if (draft_pool_ != nullptr && draft.held_len > 0) draft_pool_->Release(seq->id, 0);
+  draft.held_len = 0;
+}
+
+void Scheduler::CountSpeculation(RequestState* r, const SpeculationCounts& counts) {
+  r->speculation.Add(counts);
+  stats_.num_speculative_rounds += counts.rounds;
+  stats_.num_draft_tokens += counts.draft_tokens;
+  stats_.num_accepted_tokens += counts.accepted_tokens;
 }
 
 }  // namespace tandem::coordinator

@@ -1,7 +1,8 @@
 // Scheduler's internal state types (Sequence, RequestState), shared by the
-// files that implement Scheduler: scheduler.cc (batching, preemption,
-// sampling), scheduler_beam.cc (beam search). Not part of any interface;
-// scheduler-thread state only.
+// files that implement Scheduler: scheduler.cc (requests and their
+// lifecycle), scheduler_schedule.cc (building a step), scheduler_apply.cc
+// (folding its result), scheduler_speculative.cc and scheduler_beam.cc. Not
+// part of any interface; scheduler-thread state only.
 #ifndef TANDEM_COORDINATOR_SCHEDULER_STATE_H_
 #define TANDEM_COORDINATOR_SCHEDULER_STATE_H_
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "coordinator/decoding/beam_search.h"
+#include "coordinator/decoding/draft_state.h"
 #include "coordinator/scheduler.h"
 #include "engine/sampling/stop_checker.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
@@ -20,50 +22,64 @@ namespace tandem::coordinator {
 
 using Clock = std::chrono::steady_clock;
 
-// One decoding sequence: a completion of a request, or (n > 1) the parent
-// that prefills the shared prompt before forking the completions.
+// Where a sequence is. kPending: created, not queued (an n > 1 completion
+// before its parent forks it); kWaiting: in the waiting queue, not in the KV
+// cache (new or preempted); kRunning: in the KV cache; kFinished: done, its
+// blocks released.
+enum class SequenceStatus { kPending, kWaiting, kRunning, kFinished };
+
+// What a sequence is for. kCompletion: one of the request's n completions;
+// kForkParent: (n > 1) prefills the shared prompt, then forks the
+// completions; kBeam: one running beam of a beam search.
+enum class SequenceRole { kCompletion, kForkParent, kBeam };
+
 struct Scheduler::Sequence {
   RequestState* request = nullptr;
-  int32_t index = 0;          // completion index; the RNG stream
-  bool fork_parent = false;
-  SeqId id;                   // changes on every admission to the KV cache
-  bool in_kv = false;
-  bool in_waiting = false;
-  bool finished = false;
+  SequenceRole role = SequenceRole::kCompletion;
+  SequenceStatus status = SequenceStatus::kPending;
+  int32_t index = 0;            // completion index (beams: a fresh one); the RNG stream
+  SeqId id;                     // changes on every admission to the KV cache
   std::vector<int32_t> tokens;  // prompt + generated
   int32_t prompt_len = 0;
   int32_t num_computed = 0;     // tokens whose K/V are in the cache
   int32_t scheduled = 0;        // tokens computed by the step in flight
-  // Speculative decoding: what the draft holds (its proposer contract), the
-  // acceptance profile, and this step's proposal (verified along with
-  // the sequence's one token; num_step_drafts of them made it into the step).
-  bool speculate = false;       // the request speculates and the draft works
-  int32_t draft_len = 0;
-  AcceptanceProfile acceptance;
-  std::vector<int32_t> drafts;
-  std::vector<sampling::DraftProbs> draft_probs;
-  int32_t num_step_drafts = 0;
-  // Speculative beam search: the drafts still ahead of this beam and the
-  // candidates the worker computed after each (the beam may take several
-  // steps along them without a forward); what was proposed, from which
-  // length, to roll the draft back to what the beam followed.
-  std::vector<int32_t> spec_drafts;
-  std::vector<std::vector<BeamCandidate>> draft_candidates;
-  std::vector<int32_t> proposed;
-  int32_t draft_base = 0;
-  std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer;
-  std::unique_ptr<sampling::StopChecker> stop_checker;
+  DraftState draft;
+  // Beam search: after its sampling step a beam holds its candidates until
+  // every beam of the request has them.
+  std::optional<std::vector<BeamCandidate>> beam_candidates;
+  std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer;  // completions only
+  std::unique_ptr<sampling::StopChecker> stop_checker;             // completions only
   Completion completion;
-  // Beam search: this sequence is one running beam; after its sampling
-  // step it holds its candidates until every beam of the request has them.
-  bool beam = false;
-  bool has_candidates = false;
-  std::vector<BeamCandidate> candidates;
 
+  bool fork_parent() const { return role == SequenceRole::kForkParent; }
+  bool beam() const { return role == SequenceRole::kBeam; }
+  bool running() const { return status == SequenceStatus::kRunning; }
+  bool finished() const { return status == SequenceStatus::kFinished; }
   // Tokens this sequence must compute before it can sample (the parent stops
   // one short of the prompt: each child computes the last token itself).
   int32_t target() const {
-    return fork_parent ? prompt_len - 1 : static_cast<int32_t>(tokens.size());
+    return fork_parent() ? prompt_len - 1 : static_cast<int32_t>(tokens.size());
+  }
+  // Decoding: every token but the last is in the cache.
+  bool decoding() const { return num_computed == static_cast<int32_t>(tokens.size()) - 1; }
+  // May get drafts this step: it speculates, decodes, and is not a fork
+  // parent or a beam waiting for its siblings.
+  bool CanPropose() const {
+    return draft.active && !finished() && !fork_parent() && !beam_candidates.has_value() &&
+           decoding();
+  }
+};
+
+// Verification rounds, draft tokens verified and those accepted.
+struct Scheduler::SpeculationCounts {
+  int64_t rounds = 0;
+  int64_t draft_tokens = 0;
+  int64_t accepted_tokens = 0;
+
+  void Add(const SpeculationCounts& other) {
+    rounds += other.rounds;
+    draft_tokens += other.draft_tokens;
+    accepted_tokens += other.accepted_tokens;
   }
 };
 
@@ -82,22 +98,30 @@ struct Scheduler::RequestState {
   std::unique_ptr<BeamSearch> beam;
   std::vector<std::unique_ptr<Sequence>> beams;
   std::vector<Completion> beam_results;
-  // Speculative decoding: the params drafts are proposed with (the target's,
-  // greedy: deterministic drafts keep verification exact and cheap) and the
-  // request's counters.
-  sampling::SamplingParams draft_params;
-  int64_t num_speculative_rounds = 0;
-  int64_t num_draft_tokens = 0;
-  int64_t num_accepted_tokens = 0;
   uint64_t next_beam_stream = 0;
+  // Speculative decoding: the params drafts are proposed with (the target's,
+  // greedy: deterministic drafts keep verification exact and cheap).
+  sampling::SamplingParams draft_params;
+  SpeculationCounts speculation;
   int32_t num_unfinished = 0;
   int64_t prefix_hit_tokens = 0;
-  bool admitted_once = false;
   bool done = false;
   absl::Status status;  // why the request failed; OK otherwise
 };
 
+// One step as Schedule() built it: the plan for the worker group and the
+// sequences it computes, in plan order (Apply matches results to them).
+struct Scheduler::ScheduledStep {
+  worker::StepPlan plan;
+  std::vector<Sequence*> sequences;
+
+  bool empty() const {
+    return plan.sequences.empty() && plan.finished.empty() && plan.new_sequences.empty();
+  }
+};
+
 // Priority first (higher first), then arrival (earlier first).
+// (A template: the nested Sequence type is private to Scheduler.)
 template <typename S>
 inline bool RunsBefore(const S* a, const S* b) {
   if (a->request->request.priority != b->request->request.priority) {

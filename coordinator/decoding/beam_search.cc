@@ -17,9 +17,11 @@ constexpr float kUnusedBeamScore = -1e9f;
 }  // namespace
 
 absl::Status ValidateBeamSearchParams(const BeamSearchParams& p) {
-  if (p.num_beams < 1 || p.num_beams > kMaxBeams) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "num_beams %d is out of range: must be in [1, %d]", p.num_beams, kMaxBeams));
+  if (p.num_beams < kMinBeams || p.num_beams > kMaxBeams) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("num_beams %d is out of range: must be in [%d, %d] (one beam is greedy or "
+                        "sampling decoding)",
+                        p.num_beams, kMinBeams, kMaxBeams));
   }
   if (p.num_beam_groups < 1 || p.num_beam_groups > p.num_beams ||
       p.num_beams % p.num_beam_groups != 0) {
