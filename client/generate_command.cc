@@ -12,7 +12,7 @@
 #include "client/inference_client.h"
 #include "client/result_json.h"
 #include "client/json_request.h"
-#include "coordinator/request.h"
+#include "coordinator/scheduler/request.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "tandem/v1/inference.grpc.pb.h"

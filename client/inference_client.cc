@@ -4,8 +4,9 @@
 #include <chrono>
 
 #include "absl/strings/str_format.h"
-#include "coordinator/decoding/beam_search_proto.h"
-#include "worker/step_codec.h"
+#include "protocol/beam_search_codec.h"
+#include "protocol/beam_search_codec.h"
+#include "protocol/sampling_codec.h"
 
 namespace tandem::client {
 namespace {
@@ -123,11 +124,11 @@ pb::GenerateRequest GenerateRequestProto(const JsonRequest& r) {
       out->set_content(m.content);
     }
   }
-  worker::SamplingParamsToProto(r.params, g.mutable_sampling());
+  protocol::SamplingParamsToProto(r.params, g.mutable_sampling());
   g.set_priority(r.priority);
   if (r.beam.has_value()) {
     g.set_decoding_mode(pb::DECODING_MODE_BEAM_SEARCH);
-    coordinator::BeamSearchParamsToProto(*r.beam, g.mutable_beam_search());
+    protocol::BeamSearchParamsToProto(*r.beam, g.mutable_beam_search());
   } else if (r.num_speculative_tokens.has_value() || !r.draft.empty()) {
     g.set_decoding_mode(pb::DECODING_MODE_SPECULATIVE);
     g.mutable_speculative()->set_off(r.num_speculative_tokens == 0);

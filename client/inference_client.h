@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "client/json_request.h"
-#include "coordinator/request.h"
+#include "coordinator/scheduler/request.h"
 #include "grpcpp/grpcpp.h"
 #include "tandem/v1/inference.grpc.pb.h"
 

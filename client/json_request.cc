@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
-#include "draft/speculative_spec.h"
+#include "draft/api/speculative_spec.h"
 
 namespace tandem::client {
 namespace {

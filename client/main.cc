@@ -33,7 +33,7 @@
 #include "client/given_flags.h"
 #include "client/health_command.h"
 #include "client/json_request.h"
-#include "coordinator/scheduler.h"
+#include "coordinator/scheduler/scheduler.h"
 #include "client/up_command.h"
 #include "client/up_config.h"
 #include "client/make_model_command.h"

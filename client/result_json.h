@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "coordinator/request.h"
+#include "coordinator/scheduler/request.h"
 #include "nlohmann/json.hpp"
 
 namespace tandem::client {

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/grpc_status.h"
-#include "worker/step_codec.h"
+#include "protocol/draft_codec.h"
 
 namespace tandem::draft {
 DraftService::DraftService(std::unique_ptr<Proposer> proposer)
@@ -36,17 +36,7 @@ grpc::Status DraftService::Propose(grpc::ServerContext* context,
   std::vector<std::optional<sampling::SamplingParams>> params(static_cast<size_t>(n));
   std::vector<ProposeInput> inputs(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
-    const tandem::v1::ProposeSequence& s = request->sequences(i);
-    if (s.has_sampling()) params[i] = worker::SamplingParamsFromProto(s.sampling());
-    ProposeInput& in = inputs[static_cast<size_t>(i)];
-    in.seq = SeqId(s.seq_id());
-    in.new_tokens = std::span<const int32_t>(s.new_tokens().data(),
-                                             static_cast<size_t>(s.new_tokens_size()));
-    in.start_pos = s.start_pos();
-    in.gamma = s.num_draft_tokens();
-    in.params = params[i] ? &*params[i] : nullptr;
-    in.seed = s.seed();
-    in.stream = s.stream();
+    inputs[static_cast<size_t>(i)] = protocol::ProposeInputFromProto(request->sequences(i), params[i]);
   }
   absl::MutexLock lock(&mutex_);
   absl::StatusOr<std::vector<std::vector<DraftToken>>> out = proposer_->ProposeBatch(inputs);
@@ -54,13 +44,7 @@ grpc::Status DraftService::Propose(grpc::ServerContext* context,
   for (int i = 0; i < n; ++i) {
     tandem::v1::Proposal* proposal = response->add_proposals();
     proposal->set_seq_id(request->sequences(i).seq_id());
-    for (const DraftToken& t : (*out)[static_cast<size_t>(i)]) {
-      tandem::v1::DraftToken* pt = proposal->add_tokens();
-      pt->set_token(t.token);
-      pt->set_prob(t.prob);
-      pt->mutable_support_token_ids()->Add(t.support_tokens.begin(), t.support_tokens.end());
-      pt->mutable_support_probs()->Add(t.support_probs.begin(), t.support_probs.end());
-    }
+    protocol::DraftTokensToProto((*out)[static_cast<size_t>(i)], proposal);
   }
   const ProposeStats& stats = proposer_->last_stats();
   tandem::v1::StepTimings* timings = response->mutable_timings();

@@ -15,7 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "draft/proposer.h"
+#include "draft/api/proposer.h"
 #include "tandem/v1/draft.grpc.pb.h"
 
 namespace tandem::draft {

@@ -35,7 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/strong_id.h"
-#include "draft/proposer.h"
+#include "draft/api/proposer.h"
 #include "engine/kv/kv_manager.h"
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model.h"

@@ -37,7 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/strong_id.h"
-#include "draft/proposer.h"
+#include "draft/api/proposer.h"
 
 namespace tandem::draft {
 

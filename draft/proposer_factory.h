@@ -21,8 +21,8 @@
 
 #include "absl/status/statusor.h"
 #include "draft/ngram_proposer.h"
-#include "draft/proposer.h"
-#include "draft/speculative_spec.h"
+#include "draft/api/proposer.h"
+#include "draft/api/speculative_spec.h"
 #include "engine/model/model.h"
 
 namespace tandem::draft {

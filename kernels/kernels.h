@@ -12,7 +12,7 @@
 #include <span>
 
 #include "common/thread_pool.h"
-#include "engine/gguf/ggml_type.h"
+#include "kernels/ggml_type.h"
 
 namespace tandem::kernels {
 

@@ -51,7 +51,7 @@
 #include "absl/strings/str_format.h"
 #include "draft/draft_service.h"
 #include "draft/proposer_factory.h"
-#include "draft/speculative_spec.h"
+#include "draft/api/speculative_spec.h"
 #include "engine/model/kv_budget.h"
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model.h"
@@ -60,8 +60,8 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "worker/tp/communicator.h"
-#include "worker/tp/mpi_communicator.h"
+#include "engine/parallel/communicator.h"
+#include "engine/parallel/mpi_communicator.h"
 #include "worker/tp/mpi_thread_queue.h"
 #include "worker/tp/step_broadcaster.h"
 #include "worker/worker_service.h"
@@ -120,13 +120,13 @@ int main(int argc, char** argv) {
   sigaddset(&shutdown_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
 
-  std::unique_ptr<tandem::tp::MpiSession> mpi_session;
-  std::unique_ptr<tandem::tp::Communicator> comm;
+  std::unique_ptr<tandem::parallel::MpiSession> mpi_session;
+  std::unique_ptr<tandem::parallel::Communicator> comm;
   if (LaunchedByMpi()) {
-    mpi_session = std::make_unique<tandem::tp::MpiSession>(&argc, &argv);
-    comm = std::make_unique<tandem::tp::MpiCommunicator>();
+    mpi_session = std::make_unique<tandem::parallel::MpiSession>(&argc, &argv);
+    comm = std::make_unique<tandem::parallel::MpiCommunicator>();
   } else {
-    comm = std::make_unique<tandem::tp::SingleProcessCommunicator>();
+    comm = std::make_unique<tandem::parallel::SingleProcessCommunicator>();
   }
   const int rank = comm->rank();
   const int world_size = comm->world_size();
@@ -195,13 +195,13 @@ int main(int argc, char** argv) {
   if (!num_blocks.ok()) return Fail(num_blocks.status());
   exec_config.num_blocks = *num_blocks;
   if (rank != 0) {
-    absl::Status followed = tandem::tp::RunFollower(model->get(), exec_config, comm.get());
+    absl::Status followed = tandem::parallel::RunFollower(model->get(), exec_config, comm.get());
     if (!followed.ok()) return Fail(followed);
     return 0;
   }
   // Rank 0 of a group: collectives run on this (the main) thread.
-  std::unique_ptr<tandem::tp::MpiThreadQueue> mpi_thread;
-  if (world_size > 1) mpi_thread = std::make_unique<tandem::tp::MpiThreadQueue>();
+  std::unique_ptr<tandem::parallel::MpiThreadQueue> mpi_thread;
+  if (world_size > 1) mpi_thread = std::make_unique<tandem::parallel::MpiThreadQueue>();
   absl::StatusOr<std::unique_ptr<tandem::worker::TargetWorkerService>> service =
       tandem::worker::TargetWorkerService::Create(model->get(), exec_config, comm.get(),
                                                   mpi_thread.get());
@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
     mpi_thread->Loop();
     signal_thread.join();
     absl::Status sent =
-        tandem::tp::BroadcastEnvelope(comm.get(), tandem::tp::EnvelopeKind::kShutdown);
+        tandem::parallel::BroadcastEnvelope(comm.get(), tandem::parallel::EnvelopeKind::kShutdown);
     if (!sent.ok()) return Fail(sent);
   }
   std::fprintf(stderr, "tandem-worker: stopped\n");

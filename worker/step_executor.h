@@ -16,7 +16,7 @@
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/speculative_verifier.h"
-#include "worker/step_plan.h"
+#include "worker/api/step_plan.h"
 
 namespace tandem::worker {
 

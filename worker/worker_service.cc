@@ -18,8 +18,8 @@ grpc::Status NotServing() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TargetWorkerService>> TargetWorkerService::Create(
-    model::Model* model, const StepExecutorConfig& config, tp::Communicator* comm,
-    tp::MpiThreadQueue* mpi_thread) {
+    model::Model* model, const StepExecutorConfig& config, parallel::Communicator* comm,
+    parallel::MpiThreadQueue* mpi_thread) {
   ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, StepExecutor::Create(model, config));
   return std::unique_ptr<TargetWorkerService>(
       new TargetWorkerService(model, config, std::move(executor), comm, mpi_thread));
@@ -27,13 +27,13 @@ absl::StatusOr<std::unique_ptr<TargetWorkerService>> TargetWorkerService::Create
 
 TargetWorkerService::TargetWorkerService(model::Model* model, const StepExecutorConfig& config,
                                          std::unique_ptr<StepExecutor> executor,
-                                         tp::Communicator* comm, tp::MpiThreadQueue* mpi_thread)
+                                         parallel::Communicator* comm, parallel::MpiThreadQueue* mpi_thread)
     : model_(model),
       comm_(comm),
       mpi_thread_(mpi_thread),
       config_(config),
       decoder_config_{model->config().vocab_size, config.num_blocks, config.block_size},
-      decoder_(std::make_unique<StepDecoder>(decoder_config_)),
+      decoder_(std::make_unique<protocol::StepDecoder>(decoder_config_)),
       executor_(std::move(executor)) {}
 
 grpc::Status TargetWorkerService::Info(grpc::ServerContext* context,
@@ -66,7 +66,7 @@ grpc::Status TargetWorkerService::OnMpiThread(absl::AnyInvocable<grpc::Status()>
 
 grpc::Status TargetWorkerService::ResetLocked() {
   // The other ranks reset too; a failed broadcast leaves the group unusable.
-  if (absl::Status sent = tp::BroadcastEnvelope(comm_, tp::EnvelopeKind::kReset); !sent.ok()) {
+  if (absl::Status sent = parallel::BroadcastEnvelope(comm_, parallel::EnvelopeKind::kReset); !sent.ok()) {
     has_executor_.store(false);
     return ToGrpcStatus(sent);
   }
@@ -112,7 +112,7 @@ grpc::Status TargetWorkerService::StepLocked(const tandem::v1::StepRequest& requ
   // Only a plan rank 0 decoded is sent, so every rank decodes the same one.
   if (comm_ != nullptr && comm_->world_size() > 1) {
     absl::Status sent =
-        tp::BroadcastEnvelope(comm_, tp::EnvelopeKind::kStep, request.SerializeAsString());
+        parallel::BroadcastEnvelope(comm_, parallel::EnvelopeKind::kStep, request.SerializeAsString());
     if (!sent.ok()) {
       has_executor_.store(false);  // the group is out of step: only a restart helps
       executor_.reset();
@@ -123,7 +123,7 @@ grpc::Status TargetWorkerService::StepLocked(const tandem::v1::StepRequest& requ
   num_sequences_.store(decoder_->num_sequences());
   if (!result.ok()) return ToGrpcStatus(result.status());
   last_step_id_.store(request.step_id());
-  StepResultToProto(*result, response);
+  protocol::StepResultToProto(*result, response);
   return grpc::Status::OK;
 }
 

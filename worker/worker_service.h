@@ -27,9 +27,9 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/model/model.h"
 #include "tandem/v1/worker.grpc.pb.h"
-#include "worker/step_codec.h"
+#include "protocol/step_decoder.h"
 #include "worker/step_executor.h"
-#include "worker/tp/communicator.h"
+#include "engine/parallel/communicator.h"
 #include "worker/tp/mpi_thread_queue.h"
 
 namespace tandem::worker {
@@ -44,8 +44,8 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
   // run) may be null for a group of one; otherwise both must outlive the
   // service, and Step/Reset broadcast to the other ranks on `mpi_thread`.
   static absl::StatusOr<std::unique_ptr<TargetWorkerService>> Create(
-      model::Model* model, const StepExecutorConfig& config, tp::Communicator* comm = nullptr,
-      tp::MpiThreadQueue* mpi_thread = nullptr);
+      model::Model* model, const StepExecutorConfig& config, parallel::Communicator* comm = nullptr,
+      parallel::MpiThreadQueue* mpi_thread = nullptr);
 
   TargetWorkerService(const TargetWorkerService&) = delete;
   TargetWorkerService& operator=(const TargetWorkerService&) = delete;
@@ -71,8 +71,8 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
 
  private:
   TargetWorkerService(model::Model* model, const StepExecutorConfig& config,
-                      std::unique_ptr<StepExecutor> executor, tp::Communicator* comm,
-                      tp::MpiThreadQueue* mpi_thread);
+                      std::unique_ptr<StepExecutor> executor, parallel::Communicator* comm,
+                      parallel::MpiThreadQueue* mpi_thread);
 
   // Runs `body` on the MPI thread when there is one (UNAVAILABLE once it has
   // stopped), else here.
@@ -82,14 +82,14 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
                           tandem::v1::StepResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   model::Model* const model_;
-  tp::Communicator* const comm_;        // null: a group of one
-  tp::MpiThreadQueue* const mpi_thread_;  // null: run in the handler's thread
+  parallel::Communicator* const comm_;        // null: a group of one
+  parallel::MpiThreadQueue* const mpi_thread_;  // null: run in the handler's thread
   const StepExecutorConfig config_;
-  const StepDecoderConfig decoder_config_;
+  const protocol::StepDecoderConfig decoder_config_;
   std::atomic<bool> serving_{true};
 
   mutable absl::Mutex mutex_;
-  std::unique_ptr<StepDecoder> decoder_ ABSL_GUARDED_BY(mutex_);
+  std::unique_ptr<protocol::StepDecoder> decoder_ ABSL_GUARDED_BY(mutex_);
   std::unique_ptr<StepExecutor> executor_ ABSL_GUARDED_BY(mutex_);
   // Mirrors for Health, written under mutex_.
   std::atomic<bool> has_executor_{true};

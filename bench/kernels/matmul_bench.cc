@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "engine/gguf/quant_formats.h"
+#include "kernels/quant_formats.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/dequantize_ref.h"
 #include "kernels/kernels.h"

@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "engine/gguf/ggml_type.h"
-#include "engine/gguf/quant_formats.h"
+#include "kernels/ggml_type.h"
+#include "kernels/quant_formats.h"
 
 namespace tandem::gguf {
 

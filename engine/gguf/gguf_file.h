@@ -15,7 +15,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "engine/gguf/ggml_type.h"
+#include "kernels/ggml_type.h"
 #include "engine/gguf/metadata_value.h"
 
 namespace tandem::gguf {

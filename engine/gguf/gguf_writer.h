@@ -20,7 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/gguf/ggml_type.h"
+#include "kernels/ggml_type.h"
 #include "engine/gguf/metadata_value.h"
 
 namespace tandem::gguf {

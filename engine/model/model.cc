@@ -24,8 +24,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path,
   // weights below load only those and every consumer of config() (KV sizing,
   // KvStorage) sees L layers.
   if (options.num_layers > 0) config.num_layers = options.num_layers;
-  ASSIGN_OR_RETURN(TpShard shard,
-                   PartitionForRank(config, options.tp_rank, options.tp_world_size));
+  ASSIGN_OR_RETURN(parallel::TpShard shard,
+                   parallel::PartitionForRank(TpDimsOf(config), options.tp_rank, options.tp_world_size));
   if (options.tp_world_size > 1) {
     if (options.communicator == nullptr) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -47,7 +47,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path,
 }
 
 Model::Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, int32_t file_num_layers,
-             ModelWeights weights, const ModelOptions& options, const TpShard& shard)
+             ModelWeights weights, const ModelOptions& options, const parallel::TpShard& shard)
     : file_(std::move(file)),
       config_(std::move(config)),
       file_num_layers_(file_num_layers),

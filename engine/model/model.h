@@ -33,9 +33,9 @@
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
-#include "engine/model/tp_partition.h"
+#include "engine/parallel/tp_partition.h"
 #include "kernels/kernels.h"
-#include "worker/tp/communicator.h"
+#include "engine/parallel/communicator.h"
 
 namespace tandem::model {
 
@@ -57,7 +57,7 @@ struct ModelOptions {
   // Forward with the same batch. With tp_world_size == 1 it is unused.
   int32_t tp_rank = 0;
   int32_t tp_world_size = 1;
-  tp::Communicator* communicator = nullptr;
+  parallel::Communicator* communicator = nullptr;
   // Layer-skip self-speculation: run only the first `num_layers` decoder
   // layers, then the final norm and the output head (0: every layer). The
   // Model then is that truncated model: config().num_layers reads
@@ -96,7 +96,7 @@ class Model {
   kernels::KvDtype kv_dtype() const;
   ThreadPool* pool() { return pool_.get(); }
   // This rank's slice of the model; the whole model at world size 1.
-  const TpShard& shard() const { return shard_; }
+  const parallel::TpShard& shard() const { return shard_; }
   // KV heads this rank's KvStorage must hold (KvStorageConfig::num_kv_heads).
   int32_t num_local_kv_heads() const { return shard_.num_kv_heads(); }
 
@@ -115,7 +115,7 @@ class Model {
 
  private:
   Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, int32_t file_num_layers,
-        ModelWeights weights, const ModelOptions& options, const TpShard& shard);
+        ModelWeights weights, const ModelOptions& options, const parallel::TpShard& shard);
   absl::Status Validate(std::span<const ForwardSequence> batch, const kv::KvStorage& kv) const;
   void Embed(std::span<const ForwardSequence> batch);
   absl::Status Layer(int32_t layer, kv::KvStorage& kv);
@@ -128,7 +128,7 @@ class Model {
   int32_t file_num_layers_ = 0;
   ModelWeights weights_;
   ModelOptions options_;
-  TpShard shard_;
+  parallel::TpShard shard_;
   kernels::MatMulParams matmul_params_;
   kernels::AttentionParams attention_params_;
   kernels::Isa vector_isa_ = kernels::Isa::kReference;  // attention and elementwise kernels

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/parallel/tp_partition.h"
 
 namespace tandem::model {
 
@@ -32,6 +33,11 @@ struct ModelConfig {
 // hidden size, kv heads not dividing heads, rope_dim > head_dim or odd), and
 // Unimplemented for an architecture other than llama.
 absl::StatusOr<ModelConfig> ReadModelConfig(const gguf::GgufFile& file);
+
+// The dimensions tensor parallelism splits.
+inline parallel::TpDims TpDimsOf(const ModelConfig& config) {
+  return {config.num_heads, config.num_kv_heads, config.ffn_dim};
+}
 
 }  // namespace tandem::model
 

@@ -22,7 +22,7 @@
 #include "common/thread_pool.h"
 #include "engine/gguf/dequantize.h"
 #include "engine/gguf/gguf_writer.h"
-#include "engine/gguf/quant_formats.h"
+#include "kernels/quant_formats.h"
 #include "engine/tokenizer/byte_unicode.h"
 #include "engine/tokenizer/vocab.h"
 

@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/gguf/ggml_type.h"
+#include "kernels/ggml_type.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model_shapes.h"
 

@@ -92,12 +92,12 @@ absl::StatusOr<kernels::WeightView> LoadMatrix(const gguf::GgufFile& file, const
 
 absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const ModelConfig& c,
                                               bool to_f32) {
-  ASSIGN_OR_RETURN(TpShard whole, PartitionForRank(c, 0, 1));
+  ASSIGN_OR_RETURN(parallel::TpShard whole, parallel::PartitionForRank(TpDimsOf(c), 0, 1));
   return LoadModelWeights(file, c, to_f32, whole);
 }
 
 absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const ModelConfig& c,
-                                              bool to_f32, const TpShard& shard) {
+                                              bool to_f32, const parallel::TpShard& shard) {
   ModelWeights w;
   const int64_t hd = c.head_dim;
   // Rows of wq / columns of wo: this rank's query heads; rows of wk, wv: its

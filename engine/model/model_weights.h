@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model_config.h"
-#include "engine/model/tp_partition.h"
+#include "engine/parallel/tp_partition.h"
 #include "kernels/kernels.h"
 
 namespace tandem::model {
@@ -57,7 +57,7 @@ absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const 
 // w_down that does not start on a block boundary of the tensor's type fails
 // with InvalidArgument naming the tensor, the range and the block size.
 absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const ModelConfig& config,
-                                              bool dequantize_to_f32, const TpShard& shard);
+                                              bool dequantize_to_f32, const parallel::TpShard& shard);
 
 // Gives every quantized projection and the output head a row-interleaved copy
 // (kernels::PackRows16) when MatMul at `isa` reads one: decode-sized batches

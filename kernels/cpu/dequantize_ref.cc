@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "common/logging.h"
-#include "engine/gguf/quant_formats.h"
+#include "kernels/quant_formats.h"
 
 namespace tandem::kernels {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "engine/gguf/ggml_type.h"
+#include "kernels/ggml_type.h"
 
 namespace tandem::kernels {
 

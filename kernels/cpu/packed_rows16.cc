@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "common/logging.h"
-#include "engine/gguf/quant_formats.h"
+#include "kernels/quant_formats.h"
 #include "kernels/cpu/quant_kernels.h"
 
 namespace tandem::kernels {

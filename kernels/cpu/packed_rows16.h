@@ -23,7 +23,7 @@
 
 #include <cstdint>
 
-#include "engine/gguf/ggml_type.h"
+#include "kernels/ggml_type.h"
 #include "kernels/kernels.h"
 
 namespace tandem::kernels {

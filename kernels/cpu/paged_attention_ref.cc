@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/gguf/quant_formats.h"
+#include "kernels/quant_formats.h"
 #include "kernels/cpu/paged_attention_item.h"
 
 namespace tandem::kernels {

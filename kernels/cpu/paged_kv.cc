@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "common/logging.h"
-#include "engine/gguf/quant_formats.h"
+#include "kernels/quant_formats.h"
 #include "kernels/kernels.h"
 
 namespace tandem::kernels {

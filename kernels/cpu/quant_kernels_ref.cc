@@ -2,7 +2,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "engine/gguf/quant_formats.h"
+#include "kernels/quant_formats.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/quant_kernels.h"
 

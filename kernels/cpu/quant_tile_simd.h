@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "engine/gguf/quant_formats.h"
+#include "kernels/quant_formats.h"
 #include "kernels/cpu/block_q8a.h"
 
 namespace tandem::kernels {

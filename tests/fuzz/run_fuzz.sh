@@ -18,13 +18,13 @@ CXX="${TANDEM_FUZZ_CXX:-clang++-14}"
 mkdir -p "$OUT/corpus" "$OUT/seeds" "$OUT/artifacts"
 ABSL_LIBS="$(pkg-config --libs absl_status absl_statusor absl_strings absl_str_format \
   absl_flat_hash_map)"
-LIB_SOURCES=("$REPO"/engine/gguf/*.cc "$REPO/common/logging.cc")
+LIB_SOURCES=("$REPO"/engine/gguf/*.cc "$REPO/kernels/ggml_type.cc" "$REPO/common/logging.cc")
 COMMON_FLAGS=(-std=c++20 -g -O1 -I"$REPO")
 SANITIZE=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 
 stale() {  # stale BINARY: true when BINARY is missing or older than a source
   [[ ! -x "$1" ]] && return 0
-  [[ -n "$(find "$REPO/engine/gguf" "$REPO/common" "$REPO/tests/fuzz" -newer "$1" \
+  [[ -n "$(find "$REPO/engine/gguf" "$REPO/kernels" "$REPO/common" "$REPO/tests/fuzz" -newer "$1" \
       \( -name '*.cc' -o -name '*.h' \) -print -quit)" ]]
 }
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "tandem/v1/worker.pb.h"
-#include "worker/step_codec.h"
+#include "protocol/step_decoder.h"
 
 namespace tandem::tp {
 
@@ -38,9 +38,9 @@ absl::Status RunFollower(model::Model* model, const worker::StepExecutorConfig& 
                          Communicator* comm) {
   worker::StepExecutorConfig exec_config = config;
   exec_config.sample = false;
-  const worker::StepDecoderConfig decoder_config{model->config().vocab_size, config.num_blocks,
+  const protocol::StepDecoderConfig decoder_config{model->config().vocab_size, config.num_blocks,
                                                  config.block_size};
-  auto decoder = std::make_unique<worker::StepDecoder>(decoder_config);
+  auto decoder = std::make_unique<protocol::StepDecoder>(decoder_config);
   ASSIGN_OR_RETURN(std::unique_ptr<worker::StepExecutor> executor,
                    worker::StepExecutor::Create(model, exec_config));
   std::string bytes;

@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "engine/model/model.h"
 #include "worker/step_executor.h"
-#include "worker/tp/communicator.h"
+#include "engine/parallel/communicator.h"
 
 namespace tandem::tp {
 

@@ -7,7 +7,7 @@
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
 #include "gtest/gtest.h"
-#include "tests/unit/model/model_test_util.h"
+#include "tests/unit/engine/model/model_test_util.h"
 
 namespace tandem::testing {
 

@@ -1,6 +1,6 @@
 // ParseSpeculativeSpec / FormatSpeculativeSpec: every accepted form round
 // trips; malformed ones name the text and the accepted forms.
-#include "draft/speculative_spec.h"
+#include "draft/api/speculative_spec.h"
 
 #include <string>
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/gguf/quant_formats.h"
+#include "kernels/quant_formats.h"
 #include "gtest/gtest.h"
 
 namespace tandem::kernels {

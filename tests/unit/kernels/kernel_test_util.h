@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "engine/gguf/ggml_type.h"
-#include "engine/gguf/quant_formats.h"
+#include "kernels/ggml_type.h"
+#include "kernels/quant_formats.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/dequantize_ref.h"
 

@@ -15,7 +15,7 @@
 #include "engine/model/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/unit/model/model_test_util.h"
+#include "tests/unit/engine/model/model_test_util.h"
 
 namespace tandem::worker {
 namespace {

@@ -1,0 +1,96 @@
+// SchedulerLoop: the scheduler thread. Owns one thread that runs
+// Scheduler::Step() while there is work and sleeps on a condition when idle;
+// Submit and Cancel wake it. The Scheduler (and everything it owns, through
+// the RequestObserver callbacks) is touched only by that thread.
+//
+// Reconnection: given the GrpcWorkerGroup the scheduler drives, the loop
+// turns unhealthy when a step breaks the group. It keeps stepping until the
+// scheduler has failed every request it held (each failed step fails its
+// requests with UNAVAILABLE at once), then calls Reconnect about once per
+// `reconnect_interval` (each try bounded by `reconnect_timeout`; the thread
+// sleeps in between). Once it succeeds the scheduler's KV bookkeeping is reset
+// and the loop is healthy again.
+//
+// Thread-safety: Submit, Cancel, Shutdown, load and healthy may be called from
+// any thread.
+#ifndef TANDEM_COORDINATOR_CLUSTER_SCHEDULER_LOOP_H_
+#define TANDEM_COORDINATOR_CLUSTER_SCHEDULER_LOOP_H_
+
+#include <atomic>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "coordinator/cluster/grpc_worker_group.h"
+#include "coordinator/scheduler/scheduler.h"
+
+namespace tandem::coordinator {
+
+struct SchedulerLoopOptions {
+  // Pause between reconnect attempts of a broken group.
+  absl::Duration reconnect_interval = absl::Seconds(1);
+  // How long one attempt waits for the worker's channel.
+  absl::Duration reconnect_timeout = absl::Milliseconds(500);
+};
+
+class SchedulerLoop {
+ public:
+  // Starts the thread. `scheduler` must outlive the loop (or its Shutdown).
+  // `remote`, when not null, is the group `scheduler` steps; the loop
+  // reconnects it after it breaks. It must outlive the loop too.
+  explicit SchedulerLoop(Scheduler* scheduler, GrpcWorkerGroup* remote = nullptr,
+                         const SchedulerLoopOptions& options = {});
+  // Calls Shutdown().
+  ~SchedulerLoop();
+  SchedulerLoop(const SchedulerLoop&) = delete;
+  SchedulerLoop& operator=(const SchedulerLoop&) = delete;
+
+  // Scheduler::Submit, then wakes the thread. Errors as Scheduler::Submit.
+  absl::Status Submit(GenerateRequest request);
+  // Scheduler::Cancel, then wakes the thread (the request's blocks are freed
+  // in the next step).
+  void Cancel(RequestId id);
+  // Stops after the step in progress and joins the thread; requests still
+  // queued or running are abandoned (callers drain first). Idempotent.
+  void Shutdown();
+
+  // The scheduler's load (Scheduler::load).
+  int64_t load() const { return scheduler_->load(); }
+  // False from a step that broke the group until Reconnect succeeds.
+  bool healthy() const { return healthy_.load(); }
+  // Successful reconnects so far.
+  int64_t num_reconnects() const { return num_reconnects_.load(); }
+  // The scheduler's counters and KV occupancy as of the last step (a copy
+  // the scheduler thread publishes after every step).
+  struct Snapshot {
+    SchedulerStats scheduler;
+    kv::KvStats kv;
+  };
+  Snapshot snapshot() const;
+
+ private:
+  void Run();
+  void Wake();
+  // One bounded Reconnect attempt of the broken group (scheduler thread).
+  void TryReconnect();
+  // Copies the scheduler's counters into snapshot_ (scheduler thread).
+  void Publish();
+
+  Scheduler* scheduler_;
+  GrpcWorkerGroup* remote_;
+  const SchedulerLoopOptions options_;
+  std::atomic<bool> healthy_{true};
+  std::atomic<int64_t> num_reconnects_{0};
+  absl::Mutex mutex_;
+  bool wake_ ABSL_GUARDED_BY(mutex_) = false;
+  bool stop_ ABSL_GUARDED_BY(mutex_) = false;
+  mutable absl::Mutex snapshot_mutex_;
+  Snapshot snapshot_ ABSL_GUARDED_BY(snapshot_mutex_);
+  std::thread thread_;  // last: starts after every other member exists
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_CLUSTER_SCHEDULER_LOOP_H_

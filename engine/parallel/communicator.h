@@ -1,0 +1,61 @@
+// Communicator: the collectives tensor parallelism needs between the ranks of
+// one target worker group, behind one interface (MPI between CPU ranks here;
+// NCCL between GPUs later). Rank 0 broadcasts the step plan; every rank runs
+// its shard of the forward; partial outputs of attention-out and FFN-down are
+// summed with AllReduceSum.
+//
+// Determinism contract: AllReduceSum must produce bit-identical results on
+// every rank, and the same bits for the same inputs on every run. The
+// implementations here sum the ranks' partials in rank order (0, 1, ...), so
+// "same seed -> same tokens" holds at a given tensor-parallel size regardless
+// of how the transport would have ordered a native reduction.
+//
+// Thread-safety: a Communicator is used by one thread per rank at a time;
+// every rank must issue the same collectives in the same order.
+#ifndef TANDEM_ENGINE_PARALLEL_COMMUNICATOR_H_
+#define TANDEM_ENGINE_PARALLEL_COMMUNICATOR_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+
+namespace tandem::parallel {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  // data[i] <- sum over ranks r (in rank order) of rank r's data[i], for
+  // i < n, on every rank. Every rank must pass the same n.
+  virtual absl::Status AllReduceSum(float* data, int64_t n) = 0;
+
+  // Rank `root`'s *bytes replace every other rank's *bytes (any size).
+  virtual absl::Status Broadcast(std::string* bytes, int root) = 0;
+};
+
+// A world of one: every collective is a no-op.
+class SingleProcessCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  absl::Status AllReduceSum(float* data, int64_t n) override {
+    if (n < 0) return absl::InvalidArgumentError(absl::StrFormat("AllReduceSum n %d < 0", n));
+    return absl::OkStatus();
+  }
+  absl::Status Broadcast(std::string* bytes, int root) override {
+    if (root != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("broadcast root %d is out of range: the world has 1 rank", root));
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace tandem::parallel
+
+#endif  // TANDEM_ENGINE_PARALLEL_COMMUNICATOR_H_

@@ -1,0 +1,57 @@
+#include "protocol/draft_codec.h"
+
+#include "protocol/sampling_codec.h"
+
+namespace tandem::protocol {
+
+void DraftRequestToProto(const coordinator::DraftRequest& r, int64_t wire_id,
+                         tandem::v1::ProposeSequence* s) {
+  s->set_seq_id(wire_id);
+  s->mutable_new_tokens()->Add(r.new_tokens.begin(), r.new_tokens.end());
+  s->set_start_pos(r.start_pos);
+  s->set_num_draft_tokens(r.gamma);
+  if (r.params != nullptr) SamplingParamsToProto(*r.params, s->mutable_sampling());
+  s->set_seed(r.seed);
+  s->set_stream(r.stream);
+}
+
+coordinator::DraftProposal DraftProposalFromProto(const tandem::v1::Proposal& proto) {
+  coordinator::DraftProposal p;
+  for (const tandem::v1::DraftToken& t : proto.tokens()) {
+    p.tokens.push_back(t.token());
+    sampling::DraftProbs q;
+    q.prob = t.prob();
+    q.support_tokens.assign(t.support_token_ids().begin(), t.support_token_ids().end());
+    q.support_probs.assign(t.support_probs().begin(), t.support_probs().end());
+    p.probs.push_back(std::move(q));
+  }
+  return p;
+}
+
+draft::ProposeInput ProposeInputFromProto(const tandem::v1::ProposeSequence& s,
+                                          std::optional<sampling::SamplingParams>& params) {
+  if (s.has_sampling()) params = SamplingParamsFromProto(s.sampling());
+  draft::ProposeInput in;
+  in.seq = SeqId(s.seq_id());
+  in.new_tokens =
+      std::span<const int32_t>(s.new_tokens().data(), static_cast<size_t>(s.new_tokens_size()));
+  in.start_pos = s.start_pos();
+  in.gamma = s.num_draft_tokens();
+  in.params = params ? &*params : nullptr;
+  in.seed = s.seed();
+  in.stream = s.stream();
+  return in;
+}
+
+void DraftTokensToProto(const std::vector<draft::DraftToken>& tokens,
+                        tandem::v1::Proposal* proposal) {
+  for (const draft::DraftToken& t : tokens) {
+    tandem::v1::DraftToken* pt = proposal->add_tokens();
+    pt->set_token(t.token);
+    pt->set_prob(t.prob);
+    pt->mutable_support_token_ids()->Add(t.support_tokens.begin(), t.support_tokens.end());
+    pt->mutable_support_probs()->Add(t.support_probs.begin(), t.support_probs.end());
+  }
+}
+
+}  // namespace tandem::protocol
