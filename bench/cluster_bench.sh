@@ -117,7 +117,7 @@ start_cluster() {
   local no_draft=() help
   # --no-draft exists once tandem up starts a draft worker; older builds start none.
   help="$("$bin/tandem" --helpfull 2>&1 || true)"
-  if [[ "$help" == *"--no_draft"* ]]; then no_draft=(--no-draft); fi
+  if [[ "$help" == *"--no-draft"* || "$help" == *"--no_draft"* ]]; then no_draft=(--no-draft); fi
   : > "$log"  # exists before the child opens it, for the polling below
   setsid "$bin/tandem" up --model "$model" --tp "$tp" --port 0 "${no_draft[@]}" \
     --worker-arg="--threads=$threads,--kv-cache-bytes=$kv_bytes" > "$log" 2>&1 &

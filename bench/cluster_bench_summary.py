@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-# tandem run's stderr report (client/run_command.cc).
+# tandem run's stderr report (client/commands/run_command.cc).
 RUN_LINE = re.compile(r"(\d+) tokens generated in ([\d.]+) s: ([\d.]+) tokens/s \((\d+) steps, "
                       r"(\d+) preemptions\)")
 

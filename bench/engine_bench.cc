@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/flag_help.h"
 #include "common/logging.h"
 #include "engine/kv/kv_manager.h"
 #include "engine/kv/kv_storage.h"
@@ -168,6 +168,11 @@ int Main() {
 }  // namespace tandem
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  const tandem::Program program{
+      "tandem-engine-bench",
+      {{"", "--model PATH [flags]",
+        "The engine's raw prefill and decode speed on one model (JSON on stdout)",
+        tandem::FlagsDefinedIn(__FILE__)}}};
+  tandem::ParseCommandLineOrExit(program, argc, argv);
   return tandem::Main();
 }

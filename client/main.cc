@@ -1,20 +1,17 @@
-// tandem: the user's command. Subcommands:
-//   tandem run --model PATH (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE) ...
-//   tandem tokenize --model PATH [--decode]
-//   tandem generate --addr HOST:PORT (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE)
-//   tandem bench --addr HOST:PORT (--concurrency C | --request-rate R) [--num-requests N] ...
-//   tandem up --model PATH [--tp N] [--port P] [--draft-model PATH | --no-draft]
-//             [--config FILE.json]   (coordinator + worker group + draft worker, foreground)
-//   tandem chat --addr HOST:PORT [--system TEXT] [sampling flags]   (stdin: one message a line)
-//   tandem health --addr HOST:PORT [--service NAME]
-//   tandem make-model --shape NAME --dtype bf16|q8_0 --out FILE.gguf [--seed S] [--vocab-from GGUF]
+// tandem: the user's command, `tandem COMMAND [flags]`. TandemProgram() below
+// lists the subcommands (run, tokenize, generate, chat, bench, up, health,
+// make-model), what each does and exactly the flags each takes; `tandem
+// --help` and `tandem COMMAND --help` print it, and a flag the command does
+// not take is refused by name (common/flag_help.h). Each command's work is in
+// client/commands/.
 //
-// Thread model: the main thread parses flags and runs the scheduler loop; the
-// model's thread pool (--threads, default every core) runs each forward.
+// Thread model: the main thread parses flags and runs the command (for run,
+// the scheduler loop; the model's thread pool, --threads, runs each forward).
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -22,31 +19,33 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "common/command_line.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "client/bench_command.h"
-#include "client/chat_command.h"
-#include "client/generate_command.h"
-#include "client/given_flags.h"
-#include "client/health_command.h"
+#include "client/commands/bench_command.h"
+#include "client/commands/chat_command.h"
+#include "client/commands/generate_command.h"
+#include "client/commands/health_command.h"
+#include "client/commands/make_model_command.h"
+#include "client/commands/run_command.h"
+#include "client/commands/tokenize_command.h"
+#include "client/commands/up_command.h"
 #include "client/json_request.h"
-#include "coordinator/scheduler/scheduler.h"
-#include "client/up_command.h"
 #include "client/up_config.h"
-#include "client/make_model_command.h"
-#include "client/run_command.h"
-#include "client/tokenize_command.h"
+#include "common/flag_help.h"
+#include "common/given_flags.h"
+#include "common/logging.h"
+#include "coordinator/scheduler/scheduler.h"
 
+// Help texts say what a flag means wherever it is taken; a flag whose meaning
+// differs between subcommands gets its text per subcommand in TandemProgram().
 ABSL_FLAG(std::string, model, "", "Path of the GGUF model");
 ABSL_FLAG(std::optional<std::string>, prompt, std::nullopt,
           "Prompt text (special-token strings are parsed)");
 ABSL_FLAG(std::optional<std::string>, chat, std::nullopt,
           "A user message, wrapped in the model's chat template");
 ABSL_FLAG(std::string, prompt_ids, "", "Prompt as comma-separated token ids");
-ABSL_FLAG(std::string, requests, "", "JSONL file: one request per line (run); --json output");
+ABSL_FLAG(std::string, requests, "",
+          "JSONL file of requests, one a line (output as with --json)");
 ABSL_FLAG(int32_t, max_tokens, 256, "Maximum new tokens per sequence");
 ABSL_FLAG(int32_t, min_tokens, 0, "Minimum new tokens (EOS masked until reached)");
 ABSL_FLAG(double, temperature, 1.0, "Sampling temperature; 0 = greedy");
@@ -69,11 +68,9 @@ ABSL_FLAG(int32_t, min_new_tokens, -1, "EOS masked until this many tokens (= --m
 ABSL_FLAG(int32_t, num_beam_groups, 1, "Diverse beam search: groups of beams");
 ABSL_FLAG(double, diversity_penalty, 0.0, "Diverse beam search: Hamming diversity penalty");
 ABSL_FLAG(std::string, speculative, "",
-          "run: speculative decoding with an in-process draft: ngram, layer-skip:L or "
-          "model[:PATH] (default: off); up: the draft worker's kind (default ngram, or model "
-          "with --draft-model)");
+          "Speculative decoding: the draft's kind, ngram, layer-skip:L or model[:PATH]");
 ABSL_FLAG(std::string, num_speculative_tokens, "auto",
-          "run: draft tokens per speculative round, N or auto (adaptive)");
+          "Draft tokens per speculative round: N, or auto (adaptive)");
 ABSL_FLAG(bool, do_sample, false,
           "Beam search: sample beams (temperature / top-k / top-p warp the scores)");
 ABSL_FLAG(bool, json, false, "Print one JSON object per returned sequence");
@@ -85,57 +82,105 @@ ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
 ABSL_FLAG(int32_t, max_batched_tokens, 1024, "Token budget of one scheduler step");
 ABSL_FLAG(int32_t, max_seqs, 256, "Sequences in one scheduler step");
 ABSL_FLAG(bool, prefix_cache, true, "Reuse cached KV blocks of shared prompt prefixes");
-ABSL_FLAG(bool, decode, false, "tokenize: decode JSON arrays of ids back to text");
-ABSL_FLAG(std::string, shape, "", "make-model: llama3-8b, llama2-7b or smollm2-135m");
-ABSL_FLAG(std::string, dtype, "bf16", "make-model: weight type, bf16 or q8_0");
-ABSL_FLAG(std::string, out, "", "make-model: output GGUF path; bench: JSON report path");
-ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "generate: the coordinator's HOST:PORT");
-ABSL_FLAG(int32_t, concurrency, 0,
-          "generate --requests: requests in flight at once (default 1); bench: closed-loop "
-          "concurrency");
-ABSL_FLAG(int32_t, timeout_s, -1,
-          "generate/bench: per-request deadline in seconds (0 = none; default: none for "
-          "generate, 600 for bench)");
-ABSL_FLAG(int32_t, tp, 2, "up: tensor-parallel ranks of the worker group");
-ABSL_FLAG(int32_t, port, 0, "up: the coordinator's port (0 = the OS picks)");
-ABSL_FLAG(std::string, bin_dir, "", "up: where tandem-worker/tandem-coordinator are (default: here)");
-ABSL_FLAG(std::string, mpirun, "mpirun", "up: the MPI launcher for --tp > 1");
-ABSL_FLAG(int32_t, grace_s, 15, "up: seconds each process gets to drain on shutdown");
-ABSL_FLAG(std::vector<std::string>, worker_arg, {}, "up: extra tandem-worker flags (comma-separated)");
+ABSL_FLAG(bool, decode, false, "Decode JSON arrays of ids (one a line) back to text");
+ABSL_FLAG(std::string, shape, "", "The model's shape: llama3-8b, llama2-7b or smollm2-135m");
+ABSL_FLAG(std::string, dtype, "bf16", "Weight type: bf16 or q8_0");
+ABSL_FLAG(std::string, out, "", "Output file");
+ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "The server's HOST:PORT");
+ABSL_FLAG(int32_t, concurrency, 0, "Requests in flight at once");
+ABSL_FLAG(int32_t, timeout_s, -1, "Per-request deadline in seconds");
+ABSL_FLAG(int32_t, tp, 2, "Tensor-parallel ranks of the worker group");
+ABSL_FLAG(int32_t, port, 0, "The coordinator's port (0 = the OS picks)");
+ABSL_FLAG(std::string, bin_dir, "",
+          "Where tandem-worker, tandem-draft and tandem-coordinator are (default: beside tandem)");
+ABSL_FLAG(std::string, mpirun, "mpirun", "The MPI launcher for --tp > 1");
+ABSL_FLAG(int32_t, grace_s, 15, "Seconds each process gets to drain on shutdown");
+ABSL_FLAG(std::vector<std::string>, worker_arg, {}, "Extra tandem-worker flags (comma-separated)");
 ABSL_FLAG(std::string, draft_model, "",
-          "up: the draft worker's GGUF model (default: --model; none = no draft worker)");
-ABSL_FLAG(bool, no_draft, false, "up: start no draft worker (same as --draft-model none)");
-ABSL_FLAG(std::vector<std::string>, draft_arg, {}, "up: extra tandem-draft flags (comma-separated)");
+          "The draft worker's GGUF model (default: --model; none = no draft worker)");
+ABSL_FLAG(bool, no_draft, false, "Start no draft worker (same as --draft-model none)");
+ABSL_FLAG(std::vector<std::string>, draft_arg, {}, "Extra tandem-draft flags (comma-separated)");
 ABSL_FLAG(std::vector<std::string>, coordinator_arg, {},
-          "up: extra tandem-coordinator flags (comma-separated)");
+          "Extra tandem-coordinator flags (comma-separated)");
 ABSL_FLAG(std::string, config, "",
-          "up: JSON file of up options (keys: model, tp, port, draft_model, grace_s, mpirun, "
+          "JSON file of up options (keys: model, tp, port, draft_model, grace_s, mpirun, "
           "bin_dir, worker_args, draft_args, coordinator_args); flags given win over it");
-ABSL_FLAG(std::optional<std::string>, system, std::nullopt, "chat: the system prompt");
-ABSL_FLAG(std::string, service, "", "health: the service name to check (default: the server)");
-ABSL_FLAG(double, request_rate, 0, "bench: Poisson arrivals per second (instead of --concurrency)");
-ABSL_FLAG(int32_t, num_requests, 100, "bench: requests to send");
-ABSL_FLAG(int32_t, input_len, 128, "bench: random prompt length in tokens");
-ABSL_FLAG(int32_t, output_len, 128, "bench: tokens generated per request");
-ABSL_FLAG(std::string, dataset, "", "bench: JSONL requests instead of random prompts");
-ABSL_FLAG(int32_t, shared_prefix_len, 0, "bench: leading prompt tokens shared by all requests");
+ABSL_FLAG(std::optional<std::string>, system, std::nullopt, "The system prompt");
+ABSL_FLAG(std::string, service, "", "The service name to check (default: the server)");
+ABSL_FLAG(double, request_rate, 0, "Poisson arrivals per second (instead of --concurrency)");
+ABSL_FLAG(int32_t, num_requests, 100, "Requests to send");
+ABSL_FLAG(int32_t, input_len, 128, "Random prompt length in tokens");
+ABSL_FLAG(int32_t, output_len, 128, "Tokens generated per request");
+ABSL_FLAG(std::string, dataset, "", "JSONL requests instead of random prompts");
+ABSL_FLAG(int32_t, shared_prefix_len, 0, "Leading prompt tokens shared by all requests");
 ABSL_FLAG(std::string, vocab_from, "",
-          "make-model: copy the tokenizer of this GGUF (same vocabulary size)");
+          "Copy the tokenizer of this GGUF (same vocabulary size)");
 
 namespace {
 
-int Usage() {
-  std::fprintf(stderr,
-               "usage: tandem run|tokenize --model PATH [flags]\n"
-               "       tandem generate --addr HOST:PORT [prompt and sampling flags]\n"
-               "       tandem bench --addr HOST:PORT (--concurrency C | --request-rate R)\n"
-               "       tandem up --model PATH [--tp N] [--port P] [--draft-model PATH | --no-draft]\n"
-               "       tandem up --config FILE.json [flags that override it]\n"
-               "       tandem chat --addr HOST:PORT [--system TEXT] [sampling flags]\n"
-               "       tandem health --addr HOST:PORT\n"
-               "       tandem make-model --shape NAME --dtype bf16|q8_0 --out FILE.gguf\n"
-               "       (--help for flags)\n");
-  return 2;
+using tandem::TakenFlag;
+
+std::vector<TakenFlag> Join(std::initializer_list<std::vector<TakenFlag>> groups) {
+  std::vector<TakenFlag> all;
+  for (const std::vector<TakenFlag>& group : groups) all.insert(all.end(), group.begin(), group.end());
+  return all;
+}
+
+// The subcommands and the flags each takes, in the order --help lists them.
+tandem::Program TandemProgram() {
+  const std::vector<TakenFlag> prompt = {{"prompt"}, {"chat"}, {"prompt_ids"}, {"requests"}};
+  const std::vector<TakenFlag> sampling = {
+      {"max_tokens"}, {"min_tokens"}, {"temperature"}, {"top_k"}, {"top_p"}, {"min_p"},
+      {"repetition_penalty"}, {"presence_penalty"}, {"frequency_penalty"}, {"seed"}, {"n"},
+      {"top_logprobs"}, {"stop"}, {"ignore_eos"}};
+  const std::vector<TakenFlag> beam = {
+      {"min_new_tokens"}, {"num_beams"}, {"length_penalty"}, {"early_stopping"},
+      {"num_return_sequences"}, {"num_beam_groups"}, {"diversity_penalty"}, {"do_sample"},
+      {"json"}};
+  const TakenFlag deadline = {"timeout_s", "Per-request deadline in seconds (-1 or 0: none)"};
+  return tandem::Program{"tandem", {
+      {"run", "--model PATH (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE) [flags]",
+       "Generate in this process (the model loaded here): text, or JSON lines",
+       Join({{{"model"}}, prompt, sampling, beam,
+             {{"speculative", "Speculative decoding with an in-process draft: ngram, "
+                              "layer-skip:L or model[:PATH] (default: off)"},
+              {"num_speculative_tokens"}, {"precision"}, {"threads"}, {"kv_cache_bytes"},
+              {"kv_blocks"}, {"block_size"}, {"max_batched_tokens"}, {"max_seqs"},
+              {"prefix_cache"}}})},
+      {"tokenize", "--model PATH [--decode] < LINES",
+       "Tokenize one JSON string per stdin line into a JSON array of ids (--decode: back)",
+       {{"model"}, {"decode"}}},
+      {"generate", "--addr HOST:PORT (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE) [flags]",
+       "Generate through a tandem-coordinator (gRPC), printing what tandem run prints",
+       Join({{{"addr", "The coordinator's HOST:PORT"}}, prompt, sampling, beam,
+             {{"concurrency", "--requests: requests in flight at once (0 = 1)"}, deadline}})},
+      {"chat", "--addr HOST:PORT [--system TEXT] [sampling flags] < MESSAGES",
+       "A multi-turn chat with a coordinator: one user message a line on stdin; /reset, /exit",
+       Join({{{"addr", "The coordinator's HOST:PORT"}, {"system"}}, sampling, {deadline}})},
+      {"bench", "--addr HOST:PORT (--concurrency C | --request-rate R) [flags]",
+       "Load a coordinator with generated or --dataset requests; report latency and throughput",
+       {{"addr", "The coordinator's HOST:PORT"},
+        {"concurrency", "Closed loop: requests in flight at once"}, {"request_rate"},
+        {"num_requests"}, {"input_len"}, {"output_len"}, {"dataset"}, {"shared_prefix_len"},
+        {"seed", "Seed of the random prompts and arrival gaps (-1: 0)"},
+        {"out", "JSON report path"},
+        {"timeout_s", "Per-request deadline in seconds (-1: 600; 0: none)"}}},
+      {"up", "--model PATH [--tp N] [--port P] [--draft-model PATH | --no-draft] [flags]",
+       "A local cluster in the foreground: a worker group, a draft worker and a coordinator",
+       {{"model"}, {"tp"}, {"port"}, {"draft_model"}, {"no_draft"},
+        {"speculative", "The draft worker's kind: ngram, layer-skip:L or model (default: ngram, "
+                        "or model with --draft-model)"},
+        {"num_speculative_tokens"}, {"config"}, {"bin_dir"}, {"mpirun"}, {"grace_s"},
+        {"worker_arg"}, {"draft_arg"}, {"coordinator_arg"}}},
+      {"health", "--addr HOST:PORT [--service NAME]",
+       "Print a server's grpc.health.v1 status (SERVING, NOT_SERVING, ...)",
+       {{"addr"}, {"service"},
+        {"timeout_s", "Seconds to wait for the answer (-1 or 0: 5)"}}},
+      {"make-model", "--shape NAME --dtype bf16|q8_0 --out FILE.gguf",
+       "Write a GGUF of a known shape with random weights (for benchmarks)",
+       {{"shape"}, {"dtype"}, {"out", "Output GGUF path"},
+        {"seed", "Seed of the weights (-1: 0; same seed, same file)"}, {"vocab_from"}}},
+  }};
 }
 
 // The sampling flags, shared by run, generate and chat.
@@ -158,6 +203,21 @@ tandem::sampling::SamplingParams SamplingParamsFromFlags() {
   return p;
 }
 
+// --seed where -1 (the default) means 0: reproducible unless a seed is given.
+uint64_t SeedOrZero() {
+  return absl::GetFlag(FLAGS_seed) >= 0 ? static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)) : 0;
+}
+
+int MakeModel() {
+  tandem::client::MakeModelOptions o;
+  o.shape = absl::GetFlag(FLAGS_shape);
+  o.dtype = absl::GetFlag(FLAGS_dtype);
+  o.out = absl::GetFlag(FLAGS_out);
+  o.seed = SeedOrZero();
+  o.vocab_from = absl::GetFlag(FLAGS_vocab_from);
+  return tandem::client::MakeModelCommand(o);
+}
+
 // `tandem up`: the options from the flags, then --config's file for every
 // option no flag on the command line (`args`) sets.
 int Up(const std::vector<std::string>& args) {
@@ -171,7 +231,7 @@ int Up(const std::vector<std::string>& args) {
   u.worker_args = absl::GetFlag(FLAGS_worker_arg);
   u.draft_args = absl::GetFlag(FLAGS_draft_arg);
   u.coordinator_args = absl::GetFlag(FLAGS_coordinator_arg);
-  const std::set<std::string> given = tandem::client::GivenFlagNames(args);
+  const std::set<std::string> given = tandem::GivenFlagNames(args);
   if (absl::GetFlag(FLAGS_no_draft)) {
     if (given.contains("draft_model") && absl::GetFlag(FLAGS_draft_model) != "none") {
       std::fprintf(stderr, "tandem up: --no-draft contradicts --draft-model %s\n",
@@ -201,6 +261,54 @@ int Up(const std::vector<std::string>& args) {
   return tandem::client::UpCommand(u);
 }
 
+int Chat() {
+  tandem::client::ChatOptions c;
+  c.addr = absl::GetFlag(FLAGS_addr);
+  c.system = absl::GetFlag(FLAGS_system);
+  c.params = SamplingParamsFromFlags();
+  c.timeout_s = std::max(0, absl::GetFlag(FLAGS_timeout_s));
+  return tandem::client::ChatCommand(c, std::cin, ::isatty(STDIN_FILENO) == 1);
+}
+
+int Health() {
+  tandem::client::HealthOptions h;
+  h.addr = absl::GetFlag(FLAGS_addr);
+  h.service = absl::GetFlag(FLAGS_service);
+  if (absl::GetFlag(FLAGS_timeout_s) > 0) h.timeout_s = absl::GetFlag(FLAGS_timeout_s);
+  return tandem::client::HealthCommand(h);
+}
+
+int Bench() {
+  tandem::client::BenchOptions b;
+  b.addr = absl::GetFlag(FLAGS_addr);
+  b.concurrency = absl::GetFlag(FLAGS_concurrency);
+  b.request_rate = absl::GetFlag(FLAGS_request_rate);
+  b.num_requests = absl::GetFlag(FLAGS_num_requests);
+  b.input_len = absl::GetFlag(FLAGS_input_len);
+  b.output_len = absl::GetFlag(FLAGS_output_len);
+  b.dataset = absl::GetFlag(FLAGS_dataset);
+  b.shared_prefix_len = absl::GetFlag(FLAGS_shared_prefix_len);
+  b.seed = SeedOrZero();
+  b.out = absl::GetFlag(FLAGS_out);
+  if (absl::GetFlag(FLAGS_timeout_s) >= 0) b.timeout_s = absl::GetFlag(FLAGS_timeout_s);
+  return tandem::client::BenchCommand(b);
+}
+
+// --model, which run and tokenize require; "" after printing why.
+std::string RequiredModel(const std::string& command) {
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) std::fprintf(stderr, "tandem %s: --model PATH is required\n", command.c_str());
+  return model;
+}
+
+int Tokenize() {
+  tandem::client::TokenizeOptions o;
+  o.model_path = RequiredModel("tokenize");
+  if (o.model_path.empty()) return 2;
+  o.decode = absl::GetFlag(FLAGS_decode);
+  return tandem::client::TokenizeCommand(o);
+}
+
 bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     int32_t id;
@@ -210,118 +318,73 @@ bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "tandem run|tokenize|generate|chat|bench|up|health|make-model [flags]");
-  tandem::NormalizedArgs normalized_args(argc, argv);
-  const std::vector<std::string>& normalized = normalized_args.args();
-  std::vector<char*> args = absl::ParseCommandLine(normalized_args.argc(), normalized_args.argv());
-  if (args.size() != 2) return Usage();
-  const std::string command = args[1];
-  if (command == "make-model") {
-    tandem::client::MakeModelOptions o;
-    o.shape = absl::GetFlag(FLAGS_shape);
-    o.dtype = absl::GetFlag(FLAGS_dtype);
-    o.out = absl::GetFlag(FLAGS_out);
-    // Reproducible by default: seed 0 unless one is given.
-    o.seed = absl::GetFlag(FLAGS_seed) >= 0 ? static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)) : 0;
-    o.vocab_from = absl::GetFlag(FLAGS_vocab_from);
-    return tandem::client::MakeModelCommand(o);
-  }
-  if (command == "up") return Up(normalized);
-  if (command == "chat") {
-    for (const char* prompt_flag : {"prompt", "chat", "prompt_ids", "requests"}) {
-      if (tandem::client::GivenFlagNames(normalized).contains(prompt_flag)) {
-        std::fprintf(stderr, "tandem chat: --%s is not used: the messages come from stdin\n",
-                     prompt_flag);
-        return 2;
-      }
-    }
-    tandem::client::ChatOptions c;
-    c.addr = absl::GetFlag(FLAGS_addr);
-    c.system = absl::GetFlag(FLAGS_system);
-    c.params = SamplingParamsFromFlags();
-    c.timeout_s = std::max(0, absl::GetFlag(FLAGS_timeout_s));
-    return tandem::client::ChatCommand(c, std::cin, ::isatty(STDIN_FILENO) == 1);
-  }
-  if (command == "health") {
-    tandem::client::HealthOptions h;
-    h.addr = absl::GetFlag(FLAGS_addr);
-    h.service = absl::GetFlag(FLAGS_service);
-    if (absl::GetFlag(FLAGS_timeout_s) > 0) h.timeout_s = absl::GetFlag(FLAGS_timeout_s);
-    return tandem::client::HealthCommand(h);
-  }
-  if (command == "bench") {
-    tandem::client::BenchOptions b;
-    b.addr = absl::GetFlag(FLAGS_addr);
-    b.concurrency = absl::GetFlag(FLAGS_concurrency);
-    b.request_rate = absl::GetFlag(FLAGS_request_rate);
-    b.num_requests = absl::GetFlag(FLAGS_num_requests);
-    b.input_len = absl::GetFlag(FLAGS_input_len);
-    b.output_len = absl::GetFlag(FLAGS_output_len);
-    b.dataset = absl::GetFlag(FLAGS_dataset);
-    b.shared_prefix_len = absl::GetFlag(FLAGS_shared_prefix_len);
-    b.seed = absl::GetFlag(FLAGS_seed) >= 0 ? static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)) : 0;
-    b.out = absl::GetFlag(FLAGS_out);
-    if (absl::GetFlag(FLAGS_timeout_s) >= 0) b.timeout_s = absl::GetFlag(FLAGS_timeout_s);
-    return tandem::client::BenchCommand(b);
-  }
-  const std::string model = absl::GetFlag(FLAGS_model);
-  const bool generate = command == "generate";
-  if (model.empty() && !generate) {
-    std::fprintf(stderr, "tandem %s: --model PATH is required\n", command.c_str());
-    return 2;
-  }
-  if (command == "tokenize") {
-    tandem::client::TokenizeOptions o;
-    o.model_path = model;
-    o.decode = absl::GetFlag(FLAGS_decode);
-    return tandem::client::TokenizeCommand(o);
-  }
-  if (command != "run" && !generate) return Usage();
-
-  tandem::client::RunOptions o;
-  o.model_path = model;
-  o.prompt = absl::GetFlag(FLAGS_prompt);
-  o.chat = absl::GetFlag(FLAGS_chat);
+// The prompt, sampling and beam flags that run and generate share, into `o`.
+// Returns false after printing why a flag's value is rejected.
+bool PromptFromFlags(const std::string& command, const std::vector<std::string>& args,
+                     tandem::client::RunOptions* o) {
+  o->prompt = absl::GetFlag(FLAGS_prompt);
+  o->chat = absl::GetFlag(FLAGS_chat);
   // Abseil reads an empty value of an optional flag as "unset"; an explicitly
   // empty prompt must still reach validation (and be rejected there).
-  for (size_t i = 1; i < normalized.size(); ++i) {
-    const std::string& a = normalized[i];
-    bool empty_next = i + 1 < normalized.size() && normalized[i + 1].empty();
-    if (a == "--prompt=" || (a == "--prompt" && empty_next)) o.prompt = "";
-    if (a == "--chat=" || (a == "--chat" && empty_next)) o.chat = "";
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    bool empty_next = i + 1 < args.size() && args[i + 1].empty();
+    if (a == "--prompt=" || (a == "--prompt" && empty_next)) o->prompt = "";
+    if (a == "--chat=" || (a == "--chat" && empty_next)) o->chat = "";
   }
-  if (!absl::GetFlag(FLAGS_requests).empty()) o.requests_file = absl::GetFlag(FLAGS_requests);
+  if (!absl::GetFlag(FLAGS_requests).empty()) o->requests_file = absl::GetFlag(FLAGS_requests);
   if (!absl::GetFlag(FLAGS_prompt_ids).empty()) {
     std::vector<int32_t> ids;
     if (!ParseIds(absl::GetFlag(FLAGS_prompt_ids), &ids)) {
       std::fprintf(stderr, "tandem %s: --prompt-ids '%s' is not a comma-separated id list\n",
                    command.c_str(), absl::GetFlag(FLAGS_prompt_ids).c_str());
-      return 1;
+      return false;
     }
-    o.prompt_ids = ids;
+    o->prompt_ids = ids;
   }
-  o.params = SamplingParamsFromFlags();
-  if (absl::GetFlag(FLAGS_min_new_tokens) >= 0) o.params.min_tokens = absl::GetFlag(FLAGS_min_new_tokens);
-  o.beam.num_beams = absl::GetFlag(FLAGS_num_beams);
-  o.beam.length_penalty = absl::GetFlag(FLAGS_length_penalty);
-  o.beam.num_return_sequences = absl::GetFlag(FLAGS_num_return_sequences);
-  o.beam.num_beam_groups = absl::GetFlag(FLAGS_num_beam_groups);
-  o.beam.diversity_penalty = absl::GetFlag(FLAGS_diversity_penalty);
-  o.beam.do_sample = absl::GetFlag(FLAGS_do_sample);
-  {
-    absl::StatusOr<tandem::coordinator::EarlyStopping> es =
-        tandem::client::ParseEarlyStopping(absl::GetFlag(FLAGS_early_stopping));
-    if (!es.ok()) {
-      std::fprintf(stderr, "tandem %s: --%s\n", command.c_str(), std::string(es.status().message()).c_str());
-      return 1;
-    }
-    o.beam.early_stopping = *es;
+  o->params = SamplingParamsFromFlags();
+  const int32_t min_new_tokens = absl::GetFlag(FLAGS_min_new_tokens);
+  if (min_new_tokens >= 0) o->params.min_tokens = min_new_tokens;
+  o->beam.num_beams = absl::GetFlag(FLAGS_num_beams);
+  o->beam.length_penalty = absl::GetFlag(FLAGS_length_penalty);
+  o->beam.num_return_sequences = absl::GetFlag(FLAGS_num_return_sequences);
+  o->beam.num_beam_groups = absl::GetFlag(FLAGS_num_beam_groups);
+  o->beam.diversity_penalty = absl::GetFlag(FLAGS_diversity_penalty);
+  o->beam.do_sample = absl::GetFlag(FLAGS_do_sample);
+  absl::StatusOr<tandem::coordinator::EarlyStopping> es =
+      tandem::client::ParseEarlyStopping(absl::GetFlag(FLAGS_early_stopping));
+  if (!es.ok()) {
+    std::fprintf(stderr, "tandem %s: --%s\n", command.c_str(),
+                 std::string(es.status().message()).c_str());
+    return false;
   }
-  o.json = absl::GetFlag(FLAGS_json) || o.requests_file.has_value();
+  o->beam.early_stopping = *es;
+  o->json = absl::GetFlag(FLAGS_json) || o->requests_file.has_value();
+  return true;
+}
+
+int Generate(const std::vector<std::string>& args) {
+  tandem::client::RunOptions o;
+  if (!PromptFromFlags("generate", args, &o)) return 1;
+  tandem::client::GenerateOptions g;
+  g.addr = absl::GetFlag(FLAGS_addr);
+  g.prompt = o.prompt;
+  g.chat = o.chat;
+  g.prompt_ids = o.prompt_ids;
+  g.requests_file = o.requests_file;
+  g.params = o.params;
+  g.beam = o.beam;
+  g.json = o.json;
+  g.concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
+  g.timeout_s = std::max(0, absl::GetFlag(FLAGS_timeout_s));
+  return tandem::client::GenerateCommand(g);
+}
+
+int Run(const std::vector<std::string>& args) {
+  tandem::client::RunOptions o;
+  o.model_path = RequiredModel("run");
+  if (o.model_path.empty()) return 2;
+  if (!PromptFromFlags("run", args, &o)) return 1;
   const std::string precision = absl::GetFlag(FLAGS_precision);
   if (precision == "reference") {
     o.precision = tandem::model::Precision::kReference;
@@ -330,30 +393,14 @@ int main(int argc, char** argv) {
                  precision.c_str());
     return 1;
   }
-  if (generate) {
-    tandem::client::GenerateOptions g;
-    g.addr = absl::GetFlag(FLAGS_addr);
-    g.prompt = o.prompt;
-    g.chat = o.chat;
-    g.prompt_ids = o.prompt_ids;
-    g.requests_file = o.requests_file;
-    g.params = o.params;
-    g.beam = o.beam;
-    g.json = o.json;
-    g.concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
-    g.timeout_s = std::max(0, absl::GetFlag(FLAGS_timeout_s));
-    return tandem::client::GenerateCommand(g);
-  }
   o.speculative = absl::GetFlag(FLAGS_speculative);
-  {
-    absl::StatusOr<int32_t> n =
-        tandem::coordinator::ParseNumSpeculativeTokens(absl::GetFlag(FLAGS_num_speculative_tokens));
-    if (!n.ok()) {
-      std::fprintf(stderr, "tandem run: --%s\n", std::string(n.status().message()).c_str());
-      return 1;
-    }
-    o.num_speculative_tokens = *n;
+  absl::StatusOr<int32_t> n =
+      tandem::coordinator::ParseNumSpeculativeTokens(absl::GetFlag(FLAGS_num_speculative_tokens));
+  if (!n.ok()) {
+    std::fprintf(stderr, "tandem run: --%s\n", std::string(n.status().message()).c_str());
+    return 1;
   }
+  o.num_speculative_tokens = *n;
   o.num_threads = absl::GetFlag(FLAGS_threads);
   o.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
   o.kv_blocks = absl::GetFlag(FLAGS_kv_blocks);
@@ -362,4 +409,22 @@ int main(int argc, char** argv) {
   o.max_num_seqs = absl::GetFlag(FLAGS_max_seqs);
   o.enable_prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
   return tandem::client::RunCommand(o);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const tandem::Program program = TandemProgram();
+  const tandem::ParsedCommandLine parsed = tandem::ParseCommandLineOrExit(program, argc, argv);
+  const std::string& command = parsed.command->name;
+  if (command == "run") return Run(parsed.args);
+  if (command == "generate") return Generate(parsed.args);
+  if (command == "tokenize") return Tokenize();
+  if (command == "chat") return Chat();
+  if (command == "bench") return Bench();
+  if (command == "up") return Up(parsed.args);
+  if (command == "health") return Health();
+  if (command == "make-model") return MakeModel();
+  CHECK(false, "tandem: command '%s' is in TandemProgram() but has no handler", command);
+  return 2;
 }

@@ -10,6 +10,10 @@
 
 namespace tandem {
 
+// `args` (argv[0] first) with every "--dashed-name" before "--" spelled as
+// Abseil names it ("--dashed_name"); one result per argument, in order.
+std::vector<std::string> NormalizeFlagNames(std::vector<std::string> args);
+
 class NormalizedArgs {
  public:
   NormalizedArgs(int argc, char** argv);

@@ -30,11 +30,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/command_line.h"
+#include "common/flag_help.h"
 #include "common/grpc_server.h"
 #include "coordinator/cluster/discovery.h"
 #include "coordinator/cluster/draft_pool_set.h"
@@ -165,11 +163,12 @@ absl::StatusOr<std::pair<std::string, coordinator::WorkerGroupPool::Connected>> 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "tandem-coordinator --model M.gguf (--worker HOST:PORT | --local) [--host H] [--port P]");
-  // Accepts the documented --dashed-flag spelling (--kv-cache-bytes).
-  tandem::NormalizedArgs normalized_args(argc, argv);
-  absl::ParseCommandLine(normalized_args.argc(), normalized_args.argv());
+  const tandem::Program program{
+      "tandem-coordinator",
+      {{"", "--model M.gguf (--worker TARGET[,TARGET...] | --local) [flags]",
+        "The public Inference gRPC server of a tandem cluster",
+        tandem::FlagsDefinedIn(__FILE__)}}};
+  tandem::ParseCommandLineOrExit(program, argc, argv);
 
   // Block the shutdown signals before any thread starts so that every thread
   // inherits the mask and only sigwait() below receives them.

@@ -39,11 +39,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "common/command_line.h"
+#include "common/flag_help.h"
 #include "common/grpc_server.h"
 #include "draft/draft_service.h"
 #include "draft/api/proposer.h"
@@ -90,16 +88,12 @@ int main(int argc, char** argv) {
   sigaddset(&shutdown_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
 
-  absl::SetProgramUsageMessage(
-      "tandem-draft [--speculative model|ngram|layer-skip:L] [--model PATH] [--host H] "
-      "[--port P] [--kv-cache-bytes N] [--block-size N] [--threads N] "
-      "[--precision fast|reference] [--ngram-min N] [--ngram-max N] [--vocab-size N]");
-  tandem::NormalizedArgs normalized_args(argc, argv);
-  std::vector<char*> args = absl::ParseCommandLine(normalized_args.argc(), normalized_args.argv());
-  if (args.size() != 1) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("unexpected argument '%s': tandem-draft takes flags only", args[1])));
-  }
+  const tandem::Program program{
+      "tandem-draft",
+      {{"", "[--speculative model|ngram|layer-skip:L] [--model PATH] [flags]",
+        "A draft worker for speculative decoding: serves tandem.v1.Draft",
+        tandem::FlagsDefinedIn(__FILE__)}}};
+  tandem::ParseCommandLineOrExit(program, argc, argv);
   absl::StatusOr<tandem::draft::SpeculativeSpec> spec =
       tandem::draft::ParseSpeculativeSpec(absl::GetFlag(FLAGS_speculative));
   if (!spec.ok()) return Fail(spec.status());

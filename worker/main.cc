@@ -43,10 +43,8 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "common/command_line.h"
+#include "common/flag_help.h"
 #include "common/grpc_server.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "draft/draft_service.h"
@@ -133,15 +131,13 @@ int main(int argc, char** argv) {
   g_in_group = world_size > 1;
   g_rank = rank;
 
-  absl::SetProgramUsageMessage(
-      "tandem-worker --model PATH [--host H] [--port P] [--kv-cache-bytes N | --kv-blocks N] "
-      "[--block-size N] [--threads N] [--precision fast|reference]");
-  tandem::NormalizedArgs normalized_args(argc, argv);
-  std::vector<char*> args = absl::ParseCommandLine(normalized_args.argc(), normalized_args.argv());
-  if (args.size() != 1) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("unexpected argument '%s': tandem-worker takes flags only", args[1])));
-  }
+  const tandem::Program program{
+      "tandem-worker",
+      {{"", "--model PATH [flags]",
+        "One rank of a target worker group: serves tandem.v1.TargetWorker (alone, or every "
+        "rank under mpirun -np N)",
+        tandem::FlagsDefinedIn(__FILE__)}}};
+  tandem::ParseCommandLineOrExit(program, argc, argv);
 
   const std::string model_path = absl::GetFlag(FLAGS_model);
   if (model_path.empty()) return Fail(absl::InvalidArgumentError("--model is required"));

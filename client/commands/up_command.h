@@ -9,8 +9,8 @@
 // (health NOT_SERVING, it finishes in-flight requests), then the worker group
 // and the draft worker together; whatever outlives its stage's grace period
 // is killed, and no process is left behind.
-#ifndef TANDEM_CLIENT_UP_COMMAND_H_
-#define TANDEM_CLIENT_UP_COMMAND_H_
+#ifndef TANDEM_CLIENT_COMMANDS_UP_COMMAND_H_
+#define TANDEM_CLIENT_COMMANDS_UP_COMMAND_H_
 
 #include <cstdint>
 #include <string>
@@ -47,4 +47,4 @@ int UpCommand(const UpOptions& options);
 
 }  // namespace tandem::client
 
-#endif  // TANDEM_CLIENT_UP_COMMAND_H_
+#endif  // TANDEM_CLIENT_COMMANDS_UP_COMMAND_H_

@@ -6,8 +6,8 @@
 // next assistant turn. "/reset" forgets the conversation (the system prompt
 // stays); "/exit" or end of input ends the session. A "> " prompt goes to
 // stderr when stdin is a terminal.
-#ifndef TANDEM_CLIENT_CHAT_COMMAND_H_
-#define TANDEM_CLIENT_CHAT_COMMAND_H_
+#ifndef TANDEM_CLIENT_COMMANDS_CHAT_COMMAND_H_
+#define TANDEM_CLIENT_COMMANDS_CHAT_COMMAND_H_
 
 #include <cstdint>
 #include <istream>
@@ -34,4 +34,4 @@ int ChatCommand(const ChatOptions& options, std::istream& in, bool interactive);
 
 }  // namespace tandem::client
 
-#endif  // TANDEM_CLIENT_CHAT_COMMAND_H_
+#endif  // TANDEM_CLIENT_COMMANDS_CHAT_COMMAND_H_

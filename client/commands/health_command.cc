@@ -1,4 +1,4 @@
-#include "client/health_command.h"
+#include "client/commands/health_command.h"
 
 #include <cstdio>
 #include <memory>

@@ -1,4 +1,4 @@
-#include "client/chat_command.h"
+#include "client/commands/chat_command.h"
 
 #include <chrono>
 #include <cstdio>

@@ -3,8 +3,8 @@
 // prints what `tandem run` prints for the same input: streamed text for one
 // prompt, one JSON object per sequence with --json, one JSON line per request
 // (in input order) with --requests.
-#ifndef TANDEM_CLIENT_GENERATE_COMMAND_H_
-#define TANDEM_CLIENT_GENERATE_COMMAND_H_
+#ifndef TANDEM_CLIENT_COMMANDS_GENERATE_COMMAND_H_
+#define TANDEM_CLIENT_COMMANDS_GENERATE_COMMAND_H_
 
 #include <optional>
 #include <string>
@@ -37,4 +37,4 @@ int GenerateCommand(const GenerateOptions& options);
 
 }  // namespace tandem::client
 
-#endif  // TANDEM_CLIENT_GENERATE_COMMAND_H_
+#endif  // TANDEM_CLIENT_COMMANDS_GENERATE_COMMAND_H_

@@ -1,4 +1,4 @@
-#include "client/tokenize_command.h"
+#include "client/commands/tokenize_command.h"
 
 #include <cstdio>
 #include <iostream>

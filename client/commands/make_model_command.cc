@@ -1,4 +1,4 @@
-#include "client/make_model_command.h"
+#include "client/commands/make_model_command.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "client/generate_command.h"
+#include "client/commands/generate_command.h"
 
 #include <atomic>
 #include <chrono>

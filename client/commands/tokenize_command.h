@@ -1,7 +1,7 @@
 // `tandem tokenize`: one JSON string per stdin line → one JSON array of token
 // ids per stdout line; with `decode`, the reverse. Loads only the vocabulary.
-#ifndef TANDEM_CLIENT_TOKENIZE_COMMAND_H_
-#define TANDEM_CLIENT_TOKENIZE_COMMAND_H_
+#ifndef TANDEM_CLIENT_COMMANDS_TOKENIZE_COMMAND_H_
+#define TANDEM_CLIENT_COMMANDS_TOKENIZE_COMMAND_H_
 
 #include <string>
 
@@ -19,4 +19,4 @@ int TokenizeCommand(const TokenizeOptions& options);
 
 }  // namespace tandem::client
 
-#endif  // TANDEM_CLIENT_TOKENIZE_COMMAND_H_
+#endif  // TANDEM_CLIENT_COMMANDS_TOKENIZE_COMMAND_H_

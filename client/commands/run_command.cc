@@ -1,4 +1,4 @@
-#include "client/run_command.h"
+#include "client/commands/run_command.h"
 
 #include <chrono>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "client/up_command.h"
+#include "client/commands/up_command.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -18,7 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "client/health_command.h"
+#include "client/commands/health_command.h"
 #include "client/process.h"
 
 namespace tandem::client {

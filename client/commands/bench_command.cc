@@ -1,4 +1,4 @@
-#include "client/bench_command.h"
+#include "client/commands/bench_command.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,8 +1,8 @@
 // `tandem run`: the single-process tool. Loads the model in-process, runs one
 // prompt or a JSONL file of requests through the coordinator's scheduler over
 // a LocalWorkerGroup (continuous batching), streams text or prints JSON.
-#ifndef TANDEM_CLIENT_RUN_COMMAND_H_
-#define TANDEM_CLIENT_RUN_COMMAND_H_
+#ifndef TANDEM_CLIENT_COMMANDS_RUN_COMMAND_H_
+#define TANDEM_CLIENT_COMMANDS_RUN_COMMAND_H_
 
 #include <optional>
 #include <string>
@@ -46,4 +46,4 @@ int RunCommand(const RunOptions& options);
 
 }  // namespace tandem::client
 
-#endif  // TANDEM_CLIENT_RUN_COMMAND_H_
+#endif  // TANDEM_CLIENT_COMMANDS_RUN_COMMAND_H_

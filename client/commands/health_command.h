@@ -1,7 +1,7 @@
 // `tandem health`: asks a tandem server (coordinator or worker) for its
 // grpc.health.v1 status and prints it (SERVING, NOT_SERVING, ...).
-#ifndef TANDEM_CLIENT_HEALTH_COMMAND_H_
-#define TANDEM_CLIENT_HEALTH_COMMAND_H_
+#ifndef TANDEM_CLIENT_COMMANDS_HEALTH_COMMAND_H_
+#define TANDEM_CLIENT_COMMANDS_HEALTH_COMMAND_H_
 
 #include <cstdint>
 #include <string>
@@ -32,4 +32,4 @@ int HealthCommand(const HealthOptions& options);
 
 }  // namespace tandem::client
 
-#endif  // TANDEM_CLIENT_HEALTH_COMMAND_H_
+#endif  // TANDEM_CLIENT_COMMANDS_HEALTH_COMMAND_H_

@@ -1,8 +1,8 @@
 // `tandem make-model`: writes a GGUF with random weights of a known model's
 // shape and real vocabulary size (engine/model/model_generator.h), so GPU
 // throughput can be measured without downloading weights.
-#ifndef TANDEM_CLIENT_MAKE_MODEL_COMMAND_H_
-#define TANDEM_CLIENT_MAKE_MODEL_COMMAND_H_
+#ifndef TANDEM_CLIENT_COMMANDS_MAKE_MODEL_COMMAND_H_
+#define TANDEM_CLIENT_COMMANDS_MAKE_MODEL_COMMAND_H_
 
 #include <cstdint>
 #include <string>
@@ -26,4 +26,4 @@ int MakeModelCommand(const MakeModelOptions& options);
 
 }  // namespace tandem::client
 
-#endif  // TANDEM_CLIENT_MAKE_MODEL_COMMAND_H_
+#endif  // TANDEM_CLIENT_COMMANDS_MAKE_MODEL_COMMAND_H_

@@ -1,4 +1,4 @@
-#include "client/given_flags.h"
+#include "common/given_flags.h"
 
 #include <set>
 #include <string>
@@ -13,7 +13,7 @@ ABSL_FLAG(int32_t, gf_count, 2, "an int flag (takes the next argument as its val
 ABSL_FLAG(bool, gf_verbose, false, "a bool flag (never takes the next argument)");
 ABSL_FLAG(std::string, gf_name, "", "a string flag");
 
-namespace tandem::client {
+namespace tandem {
 namespace {
 
 std::set<std::string> Given(std::vector<std::string> args) {
@@ -59,5 +59,30 @@ TEST(GivenFlagNamesTest, PositionalUnknownAndAfterDoubleDashAreSkipped) {
   EXPECT_EQ(Given({}), std::set<std::string>{});
 }
 
+// ScanArgs: where the positional arguments are, and unregistered flags kept
+// (by name, without a flag) for the unknown-flag check.
+TEST(ScanArgsTest, PositionalArgumentsAndUnknownFlags) {
+  const std::vector<std::string> args = {"prog", "run", "--gf_name", "x", "--no_such=1",
+                                         "-",    "--",  "--gf_count=1"};
+  const ScannedArgs scanned = ScanArgs(args);
+  EXPECT_EQ(scanned.positional, (std::vector<size_t>{1, 5, 7}));
+  ASSERT_EQ(scanned.flags.size(), 2u);
+  EXPECT_EQ(scanned.flags[0].index, 2u);
+  EXPECT_EQ(scanned.flags[0].name, "gf_name");
+  ASSERT_NE(scanned.flags[0].flag, nullptr);
+  EXPECT_EQ(scanned.flags[0].flag->Name(), "gf_name");
+  EXPECT_EQ(scanned.flags[1].index, 4u);
+  EXPECT_EQ(scanned.flags[1].name, "no_such");
+  EXPECT_EQ(scanned.flags[1].flag, nullptr);
+}
+
+TEST(ScanArgsTest, NegatedBoolKeepsTheWrittenName) {
+  const ScannedArgs scanned = ScanArgs({"prog", "--nogf_verbose"});
+  ASSERT_EQ(scanned.flags.size(), 1u);
+  EXPECT_EQ(scanned.flags[0].name, "nogf_verbose");
+  ASSERT_NE(scanned.flags[0].flag, nullptr);
+  EXPECT_EQ(scanned.flags[0].flag->Name(), "gf_verbose");
+}
+
 }  // namespace
-}  // namespace tandem::client
+}  // namespace tandem

@@ -9,8 +9,8 @@
 // before and after the run) it adds the steps run, mean step time and the
 // coordinator<->worker overhead share (n/a when the server reports none).
 // Prints a table and, with `out`, writes the same numbers as JSON.
-#ifndef TANDEM_CLIENT_BENCH_COMMAND_H_
-#define TANDEM_CLIENT_BENCH_COMMAND_H_
+#ifndef TANDEM_CLIENT_COMMANDS_BENCH_COMMAND_H_
+#define TANDEM_CLIENT_COMMANDS_BENCH_COMMAND_H_
 
 #include <cstdint>
 #include <string>
@@ -39,4 +39,4 @@ int BenchCommand(const BenchOptions& options);
 
 }  // namespace tandem::client
 
-#endif  // TANDEM_CLIENT_BENCH_COMMAND_H_
+#endif  // TANDEM_CLIENT_COMMANDS_BENCH_COMMAND_H_
