@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds, fetches the default model and runs every test (CTest: unit,
-# integration, bounded fuzzing). This is what .ci/run runs.
+# integration, bounded fuzzing). This is what .ci/run runs. CTest itself sets
+# up the integration tests' Python (.venv-test/, scripts/setup-test-venv.sh)
+# and their gRPC stubs (build/python/) first: see tests/integration/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

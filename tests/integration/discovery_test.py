@@ -13,7 +13,7 @@ tandem-draft. The coordinator gets `--worker dns://127.0.0.1:DNS/workers.test:P
     in-flight request completes, then the group leaves ModelInfo;
   - take a group back when its record returns;
   - list a draft worker while its record exists, and drop it after.
-Every wait is bounded; only 127.0.0.0/8 is used. Standard library only.
+Every wait is bounded; only 127.0.0.0/8 is used.
 
 Env: TANDEM_WORKER_BIN, TANDEM_COORDINATOR_BIN, TANDEM_DRAFT_BIN, TANDEM_BIN,
 TANDEM_MODEL.
@@ -28,7 +28,7 @@ import threading
 import time
 import unittest
 
-from grpc_lite import grpc_unary, parse_proto
+import grpc_channel
 from server_process import Server
 
 WORKER = os.environ["TANDEM_WORKER_BIN"]
@@ -118,20 +118,11 @@ def free_port_on(hosts):
 
 
 def model_info(port):
-    """ModelInfo's worker groups {address: fields} and draft workers {address: fields}."""
-    info = parse_proto(grpc_unary(port, "/tandem.v1.Inference/ModelInfo"))
-    groups, drafts = {}, {}
-    for raw in info.get(7, []):
-        g = parse_proto(raw)
-        groups[g[1][0].decode()] = g
-    for raw in info.get(8, []):
-        d = parse_proto(raw)
-        drafts[d[1][0].decode()] = d
-    return groups, drafts
-
-
-def field(msg, number, default=0):
-    return msg.get(number, [default])[0]
+    """ModelInfo's worker groups {address: WorkerGroupStatus} and draft
+    workers {address: DraftWorkerStatus}."""
+    info = grpc_channel.model_info(port)
+    return ({g.address: g for g in info.worker_groups},
+            {d.address: d for d in info.draft_workers})
 
 
 class DiscoveryTest(unittest.TestCase):
@@ -216,22 +207,22 @@ class DiscoveryTest(unittest.TestCase):
         self.dns.set("workers.test", ["127.0.0.1", "127.0.0.2"])
         self.dns.set("drafts.test", ["127.0.0.1"])
         self.wait_for("the second group and the draft", lambda g, d: (
-            set(g) == {self.g1, self.g2} and all(field(x, 2) for x in g.values())
+            set(g) == {self.g1, self.g2} and all(x.healthy for x in g.values())
             and set(d) == {f"127.0.0.1:{self.draft_port}"}
-            and all(field(x, 2) for x in d.values())))
+            and all(x.healthy for x in d.values())))
         before, _ = model_info(self.coordinator.port)
         proc = self.start_generate(8, 8)
         self.finish(proc, 8, 8)
         after, _ = model_info(self.coordinator.port)
         for g in (self.g1, self.g2):
-            self.assertGreater(field(after[g], 5), field(before[g], 5),
+            self.assertGreater(after[g].num_steps, before[g].num_steps,
                                f"no step ran on {g}: requests were not spread")
 
         # The first group's record goes while requests run on both groups:
         # it drains (every request completes), then leaves.
         proc = self.start_generate(6, 40)
         self.wait_for("requests running on both groups",
-                      lambda g, d: all(field(g[x], 4) > 0 for x in (self.g1, self.g2)))
+                      lambda g, d: all(g[x].load > 0 for x in (self.g1, self.g2)))
         self.dns.set("workers.test", ["127.0.0.2"])
         self.finish(proc, 6, 40)
         self.wait_for("the first group removed", lambda g, d: set(g) == {self.g2})
@@ -239,7 +230,7 @@ class DiscoveryTest(unittest.TestCase):
         before, _ = model_info(self.coordinator.port)
         self.finish(self.start_generate(4, 4), 4, 4)
         after, _ = model_info(self.coordinator.port)
-        self.assertGreater(field(after[self.g2], 5), field(before[self.g2], 5))
+        self.assertGreater(after[self.g2].num_steps, before[self.g2].num_steps)
 
         # It returns: connected again.
         self.dns.set("workers.test", ["127.0.0.1", "127.0.0.2"])

@@ -6,20 +6,22 @@ Release, ends on SIGTERM with exit 0 within 10 s, and exits non-zero naming
 the path for a bad --model. The same over the other draft kinds:
 `--speculative ngram` (no model: prompt lookup, deterministic one-hot drafts,
 possibly none) and `--speculative layer-skip:L` (the target's first L layers),
-and their bad flags. Standard library only (grpc_lite.py).
+and their bad flags. gRPC through grpcio (grpc_channel.py).
 
 Env: TANDEM_DRAFT_BIN (build/bin/tandem-draft), TANDEM_MODEL (the default GGUF).
 """
 import os
 import signal
-import struct
 import subprocess
 import time
 import unittest
 
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from grpc_channel import RPC_TIMEOUT, channel
 from server_process import Server
-from grpc_lite import encode_field as _field, encode_varint as _varint
-from grpc_lite import decode_varints, grpc_unary, health_status, parse_proto
+from tandem.v1 import common_pb2, draft_pb2, draft_pb2_grpc
 
 BIN = os.environ["TANDEM_DRAFT_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]
@@ -28,44 +30,53 @@ STOP_TIMEOUT = 10
 
 
 def propose_request(seq_id, tokens, start_pos, gamma, greedy=True):
-    packed = b"".join(_varint(t) for t in tokens)
-    seq = _field(1, 0, seq_id) + _field(2, 2, packed) + _field(3, 0, start_pos) + _field(4, 0, gamma)
-    if greedy:
-        # SamplingParams{temperature: 0.0}: field 1, wire type 5 (fixed32).
-        seq += _field(5, 2, b"\x0d" + struct.pack("<f", 0.0))
-    return _field(1, 2, seq)
+    # greedy: temperature 0 set explicitly (an unset temperature is the default, 1).
+    sampling = common_pb2.SamplingParams(temperature=0.0) if greedy else None
+    return draft_pb2.ProposeRequest(sequences=[draft_pb2.ProposeSequence(
+        seq_id=seq_id, new_tokens=tokens, start_pos=start_pos, num_draft_tokens=gamma,
+        sampling=sampling)])
 
 
 def release_request(seq_id, keep_length):
-    return _field(1, 2, _field(1, 0, seq_id) + _field(2, 0, keep_length))
+    return draft_pb2.ReleaseRequest(
+        sequences=[draft_pb2.ReleaseSequence(seq_id=seq_id, keep_length=keep_length)])
 
 
 def draft_tokens(proposal):
-    """[(token, prob, number of support entries)] of one parsed Proposal."""
-    out = []
-    for raw in proposal.get(2, []):
-        t = parse_proto(raw)
-        prob = struct.unpack("<f", t[2][0])[0] if 2 in t else 0.0
-        support = len(decode_varints(t[3][0])) if 3 in t else 0
-        out.append((t.get(1, [0])[0], prob, support))
-    return out
-
-
-def propose(port, seq_id, tokens, start_pos, gamma, greedy=True):
-    """Draft.Propose for one sequence; its parsed Proposal."""
-    response = parse_proto(grpc_unary(port, "/tandem.v1.Draft/Propose",
-                                      propose_request(seq_id, tokens, start_pos, gamma, greedy)))
-    proposals = response[1]
-    assert len(proposals) == 1, proposals
-    return parse_proto(proposals[0])
+    """[(token, prob, number of support entries)] of one Proposal."""
+    return [(t.token, t.prob, len(t.support_token_ids)) for t in proposal.tokens]
 
 
 class Draft(Server):
-    """A tandem-draft process on 127.0.0.1 with an OS-chosen port."""
+    """A tandem-draft process on 127.0.0.1 with an OS-chosen port, and a
+    channel to it (closed with the process)."""
     def __init__(self, extra=("--model", MODEL)):
         super().__init__([BIN, *extra, "--host", "127.0.0.1", "--port", "0",
                           "--kv-cache-bytes", str(16 << 20), "--threads", "1"],
                          "tandem-draft", startup_timeout=START_TIMEOUT)
+        self.channel = channel(self.port)
+        self.stub = draft_pb2_grpc.DraftStub(self.channel)
+
+    def health(self, service=""):
+        return health_pb2_grpc.HealthStub(self.channel).Check(
+            health_pb2.HealthCheckRequest(service=service), timeout=RPC_TIMEOUT).status
+
+    def info(self):
+        return self.stub.Info(draft_pb2.DraftInfoRequest(), timeout=RPC_TIMEOUT)
+
+    def propose(self, seq_id, tokens, start_pos, gamma, greedy=True):
+        """Draft.Propose for one sequence; its Proposal."""
+        response = self.stub.Propose(propose_request(seq_id, tokens, start_pos, gamma, greedy),
+                                     timeout=RPC_TIMEOUT)
+        assert len(response.proposals) == 1, response
+        return response.proposals[0]
+
+    def release(self, seq_id, keep_length):
+        self.stub.Release(release_request(seq_id, keep_length), timeout=RPC_TIMEOUT)
+
+    def close(self):
+        self.channel.close()
+        super().close()
 
 
 class DraftProcessTest(unittest.TestCase):
@@ -75,25 +86,22 @@ class DraftProcessTest(unittest.TestCase):
 
     def test_serves_health_info_propose_then_stops_on_sigterm(self):
         d = self.draft
-        self.assertEqual(health_status(d.port), 1, "overall health should be SERVING")
-        self.assertEqual(health_status(d.port, "tandem.v1.Draft"), 1)
-        info = parse_proto(grpc_unary(d.port, "/tandem.v1.Draft/Info"))
-        self.assertEqual(info[2], [49152], "vocab_size")
-        self.assertTrue(info.get(1), "model_name should be set")
-        self.assertGreater(info[3][0], 0, "context_length")
+        self.assertEqual(d.health(), health_pb2.HealthCheckResponse.SERVING, "overall health")
+        self.assertEqual(d.health("tandem.v1.Draft"), health_pb2.HealthCheckResponse.SERVING)
+        info = d.info()
+        self.assertEqual(info.vocab_size, 49152)
+        self.assertTrue(info.model_name, "model_name should be set")
+        self.assertGreater(info.context_length, 0)
 
         prompt = [1, 9690, 198, 2683, 359, 253, 5356, 16]
-        response = parse_proto(grpc_unary(d.port, "/tandem.v1.Draft/Propose",
-                                          propose_request(7, prompt, 0, 3)))
-        proposals = response[1]
-        self.assertEqual(len(proposals), 1)
-        proposal = parse_proto(proposals[0])
-        self.assertEqual(proposal[1], [7])
-        self.assertEqual(len(proposal[2]), 3, "three draft tokens")
+        response = d.stub.Propose(propose_request(7, prompt, 0, 3), timeout=RPC_TIMEOUT)
+        self.assertEqual(len(response.proposals), 1)
+        proposal = response.proposals[0]
+        self.assertEqual(proposal.seq_id, 7)
+        self.assertEqual(len(proposal.tokens), 3, "three draft tokens")
         # Roll back to the prompt, then forget the sequence.
-        release = _field(1, 2, _field(1, 0, 7) + _field(2, 0, len(prompt)))
-        grpc_unary(d.port, "/tandem.v1.Draft/Release", release)
-        grpc_unary(d.port, "/tandem.v1.Draft/Release", _field(1, 2, _field(1, 0, 7)))
+        d.release(7, len(prompt))
+        d.release(7, 0)
 
         start = time.monotonic()
         d.proc.send_signal(signal.SIGTERM)
@@ -112,40 +120,44 @@ class NgramDraftTest(unittest.TestCase):
 
     def test_info_propose_release_over_grpc(self):
         d = self.draft
-        self.assertEqual(health_status(d.port, "tandem.v1.Draft"), 1)
-        info = parse_proto(grpc_unary(d.port, "/tandem.v1.Draft/Info"))
-        self.assertEqual(info[1], [b"ngram"], "model_name reports the kind")
-        self.assertEqual(info[2], [49152], "vocab_size")
-        self.assertGreater(info[3][0], 0, "context_length")
-        self.assertGreater(info[4][0], 0, "max_sequences")
+        self.assertEqual(d.health("tandem.v1.Draft"), health_pb2.HealthCheckResponse.SERVING)
+        info = d.info()
+        self.assertEqual(info.model_name, "ngram", "model_name reports the kind")
+        self.assertEqual(info.vocab_size, 49152)
+        self.assertGreater(info.context_length, 0)
+        self.assertGreater(info.max_sequences, 0)
 
         # "... 1 2": the suffix "1 2" occurred at the start, followed by
         # 3 4, and the copy continues into its own drafts. No sampling
         # params: n-gram lookup needs none.
         prompt = [1, 2, 3, 4, 1, 2]
-        proposal = propose(d.port, 5, prompt, 0, 4, greedy=False)
-        self.assertEqual(proposal[1], [5])
+        proposal = d.propose(5, prompt, 0, 4, greedy=False)
+        self.assertEqual(proposal.seq_id, 5)
         self.assertEqual(draft_tokens(proposal), [(3, 1.0, 0), (4, 1.0, 0), (1, 1.0, 0),
                                                   (2, 1.0, 0)],
                          "deterministic drafts: q = 1, one-hot (no support)")
         # The draft holds the prompt and all drafts but the last (9 tokens).
         # The target accepted "3" and corrected the next token to 9: keep 7.
-        grpc_unary(d.port, "/tandem.v1.Draft/Release", release_request(5, len(prompt) + 1))
+        d.release(5, len(prompt) + 1)
         # "... 3 9" never occurred: fewer than gamma tokens, here none.
-        proposal = propose(d.port, 5, [9], len(prompt) + 1, 4, greedy=False)
+        proposal = d.propose(5, [9], len(prompt) + 1, 4, greedy=False)
         self.assertEqual(draft_tokens(proposal), [])
-        # A start_pos that does not match the 8 tokens held is an error.
-        with self.assertRaises(ConnectionError):
-            propose(d.port, 5, [1], 3, 2, greedy=False)
-        with self.assertRaises(ConnectionError):
-            grpc_unary(d.port, "/tandem.v1.Draft/Release", release_request(5, 9))
-        grpc_unary(d.port, "/tandem.v1.Draft/Release", release_request(5, 0))
+        # A start_pos that does not match the 8 tokens held is an error, and
+        # so is keeping more than that.
+        with self.assertRaises(grpc.RpcError) as bad_start:
+            d.propose(5, [1], 3, 2, greedy=False)
+        self.assertEqual(bad_start.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("start_pos 3", bad_start.exception.details())
+        with self.assertRaises(grpc.RpcError) as bad_keep:
+            d.release(5, 9)
+        self.assertEqual(bad_keep.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("keep_length 9", bad_keep.exception.details())
+        d.release(5, 0)
         # Forgotten: the sequence starts over at 0.
-        proposal = propose(d.port, 5, [7, 7], 0, 2, greedy=False)
+        proposal = d.propose(5, [7, 7], 0, 2, greedy=False)
         self.assertEqual(draft_tokens(proposal), [(7, 1.0, 0), (7, 1.0, 0)])
 
         self.assertEqual(d.terminate(STOP_TIMEOUT), 0, d.stderr())
-
 
 
 class NgramWithModelTest(unittest.TestCase):
@@ -154,10 +166,10 @@ class NgramWithModelTest(unittest.TestCase):
     def test_vocabulary_from_model_metadata(self):
         d = Draft(("--speculative", "ngram", "--model", MODEL))
         self.addCleanup(d.close)
-        info = parse_proto(grpc_unary(d.port, "/tandem.v1.Draft/Info"))
-        self.assertEqual(info[1], [b"ngram"])
-        self.assertEqual(info[2], [49152])
-        self.assertEqual(info[3], [8192], "the model's context length")
+        info = d.info()
+        self.assertEqual(info.model_name, "ngram")
+        self.assertEqual(info.vocab_size, 49152)
+        self.assertEqual(info.context_length, 8192, "the model's context length")
 
 
 class LayerSkipDraftTest(unittest.TestCase):
@@ -169,28 +181,27 @@ class LayerSkipDraftTest(unittest.TestCase):
 
     def test_info_propose_release_over_grpc(self):
         d = self.draft
-        self.assertEqual(health_status(d.port, "tandem.v1.Draft"), 1)
-        info = parse_proto(grpc_unary(d.port, "/tandem.v1.Draft/Info"))
-        name = info[1][0].decode()
+        self.assertEqual(d.health("tandem.v1.Draft"), health_pb2.HealthCheckResponse.SERVING)
+        info = d.info()
+        name = info.model_name
         self.assertTrue(name.startswith("layer-skip:4:"), name)
         self.assertGreater(len(name), len("layer-skip:4:"), "the target's name follows")
-        self.assertEqual(info[2], [49152], "vocab_size: the target's")
-        self.assertEqual(info[3], [8192])
+        self.assertEqual(info.vocab_size, 49152, "the target's")
+        self.assertEqual(info.context_length, 8192)
 
         prompt = [1, 9690, 198, 2683, 359, 253, 5356, 16]
-        proposal = propose(d.port, 11, prompt, 0, 3)
-        tokens = draft_tokens(proposal)
+        tokens = draft_tokens(d.propose(11, prompt, 0, 3))
         self.assertEqual(len(tokens), 3, "a model kind drafts gamma tokens")
         for token, prob, support in tokens:
             self.assertTrue(0 <= token < 49152, token)
             self.assertEqual((prob, support), (1.0, 0), "greedy drafts are one-hot")
         # Roll back to the prompt plus the first draft and continue from the
         # target's (here: the draft's own) next token.
-        grpc_unary(d.port, "/tandem.v1.Draft/Release", release_request(11, len(prompt) + 1))
-        proposal = propose(d.port, 11, [tokens[1][0]], len(prompt) + 1, 2)
+        d.release(11, len(prompt) + 1)
+        proposal = d.propose(11, [tokens[1][0]], len(prompt) + 1, 2)
         self.assertEqual([t for t, _, _ in draft_tokens(proposal)][:1], [tokens[2][0]],
                          "after rollback the draft continues as before")
-        grpc_unary(d.port, "/tandem.v1.Draft/Release", release_request(11, 0))
+        d.release(11, 0)
         self.assertEqual(d.terminate(STOP_TIMEOUT), 0, d.stderr())
 
 

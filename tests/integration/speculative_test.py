@@ -8,7 +8,6 @@ Prompts: 32 (16 that copy from their prompt, where drafts are often right,
 and 16 open-ended ones), all decoded together at temperature 0 with
 --num-speculative-tokens 4 so every draft kind really speculates. Every
 wait is bounded; ports are chosen at run time; only 127.0.0.1 is used.
-Standard library only.
 
 Env: TANDEM_BIN, TANDEM_MODEL, TANDEM_WORKER_BIN, TANDEM_COORDINATOR_BIN,
 TANDEM_DRAFT_BIN, MPIEXEC (optional: the TP=2 case is skipped without MPI).
@@ -24,7 +23,7 @@ import threading
 import time
 import unittest
 
-from grpc_lite import grpc_unary, parse_proto
+from grpc_channel import model_info
 from server_process import Server
 
 BIN = os.environ["TANDEM_BIN"]
@@ -150,9 +149,8 @@ class SpeculativeTest(unittest.TestCase):
             out, err = proc.communicate(timeout=TIMEOUT)
             self.assertEqual(proc.returncode, 0, err[-3000:])
             # The group really verified drafts (ModelInfo's worker_groups).
-            info = parse_proto(grpc_unary(coordinator.port, "/tandem.v1.Inference/ModelInfo"))
-            group = parse_proto(info[7][0])
-            self.assertGreater(group.get(14, [0])[0], 0, "no draft token was verified")
+            group = model_info(coordinator.port).worker_groups[0]
+            self.assertGreater(group.num_draft_tokens, 0, "no draft token was verified")
             if afterwards is not None:
                 afterwards(coordinator)
             if not also_plain:
@@ -206,9 +204,8 @@ class SpeculativeTest(unittest.TestCase):
         chosen = requests_file(self.tmp.name, "ngram.jsonl", draft="ngram")
 
         def check(coordinator):
-            info = parse_proto(grpc_unary(coordinator.port, "/tandem.v1.Inference/ModelInfo"))
-            group = parse_proto(info[7][0])
-            verified, accepted = group.get(14, [0])[0], group.get(15, [0])[0]
+            group = model_info(coordinator.port).worker_groups[0]
+            verified, accepted = group.num_draft_tokens, group.num_accepted_tokens
             self.assertGreater(accepted / verified, 0.3,
                                f"{accepted} of {verified} drafts accepted: not the n-gram draft")
             for draft, ok in (("layer-skip", True), ("layer-skip:20", True), ("model", False),
@@ -236,14 +233,22 @@ class SpeculativeTest(unittest.TestCase):
         self.assert_identical(got, "requests naming the n-gram draft")
 
     def test_a_killed_draft_worker_fails_no_request(self):
-        def kill_draft_soon(servers):
-            time.sleep(1.0)  # requests are in flight and speculating
-            draft = servers[1]
+        def kill_draft_mid_run(servers):
+            # Killed once the group has verified drafts and still has requests.
+            draft, coordinator = servers[1], servers[2]
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                group = model_info(coordinator.port).worker_groups[0]
+                if group.num_draft_tokens > 0:
+                    break
+                self.assertLess(time.monotonic(), deadline, "no draft token was verified")
+                time.sleep(0.05)
+            self.assertGreater(group.load, 0, "the requests ended before the draft was killed")
             draft.kill()
         got = self.cluster_tokens(
             [WORKER, "--model", MODEL, "--port", "0"], [],
             draft_cmd=[DRAFT, "--model", MODEL, "--port", "0", "--speculative", "model"],
-            while_running=kill_draft_soon)
+            while_running=kill_draft_mid_run)
         self.assert_identical(got, "draft worker killed mid-run")
 
 

@@ -1,46 +1,50 @@
-"""A stdlib Inference.GenerateStream client for the integration tests, built
-on grpc_lite: sends the requests of a JSONL request list (the subset the tests
-use: prompt / prompt_token_ids / messages, max_tokens, temperature,
-ignore_eos), each on its own connection from its own thread, all released at
-once, and records when every streamed message arrived. Those times are what
-show that the server streamed (tokens arrive over several messages, not in one
-at the end) and served the requests concurrently (many were mid-generation at
-the same moment) — things `tandem generate`'s output cannot show."""
-import struct
+"""An Inference.GenerateStream client for the integration tests, on grpcio:
+sends the requests of a JSONL request list (the subset the tests use: prompt /
+prompt_token_ids / messages, max_tokens, temperature, ignore_eos), each on its
+own connection from its own thread, all released at once, and records when
+every streamed message arrived. Those times are what show that the server
+streamed (tokens arrive over several messages, not in one at the end) and
+served the requests concurrently (many were mid-generation at the same
+moment) — things `tandem generate`'s output cannot show."""
 import threading
 import time
 
-from grpc_lite import decode_varints, encode_field, encode_varint, grpc_server_stream, parse_proto
+import grpc
 
-GENERATE_STREAM = "/tandem.v1.Inference/GenerateStream"
-# FinishReason enum values → the names `tandem run --json` prints.
-FINISH_REASONS = {0: "none", 1: "stop", 2: "length", 3: "cancelled", 4: "error"}
-DECODING_MODE_SAMPLING = 1
+from grpc_channel import channel
+from tandem.v1 import common_pb2, inference_pb2, inference_pb2_grpc
+
+# FinishReason → the names `tandem run --json` prints.
+FINISH_REASONS = {
+    common_pb2.FINISH_REASON_UNSPECIFIED: "none",
+    common_pb2.FINISH_REASON_STOP: "stop",
+    common_pb2.FINISH_REASON_LENGTH: "length",
+    common_pb2.FINISH_REASON_CANCELLED: "cancelled",
+    common_pb2.FINISH_REASON_ERROR: "error",
+}
 
 
 def generate_request(req):
-    """The GenerateRequest bytes of one JSONL request dict."""
-    if "prompt" in req:
-        out = encode_field(2, 2, req["prompt"].encode())
-    elif "prompt_token_ids" in req:
-        ids = b"".join(encode_varint(t) for t in req["prompt_token_ids"])
-        out = encode_field(3, 2, encode_field(1, 2, ids))  # TokenIds{ids (packed)}
-    else:
-        chat = b"".join(encode_field(1, 2, encode_field(1, 2, m["role"].encode()) +
-                                     encode_field(2, 2, m["content"].encode()))
-                        for m in req["messages"])
-        out = encode_field(4, 2, chat + encode_field(2, 0, 1))  # add_generation_prompt
-    sampling = b""
-    if "temperature" in req:
-        sampling += encode_field(1, 5, struct.pack("<f", req["temperature"]))
-    if "max_tokens" in req:
-        sampling += encode_field(9, 0, req["max_tokens"])
-    if req.get("ignore_eos"):
-        sampling += encode_field(13, 0, 1)
+    """The GenerateRequest of one JSONL request dict."""
     unknown = set(req) - {"prompt", "prompt_token_ids", "messages", "temperature", "max_tokens",
                           "ignore_eos"}
     assert not unknown, f"stream_client does not encode {sorted(unknown)}"
-    return out + encode_field(5, 2, sampling) + encode_field(7, 0, DECODING_MODE_SAMPLING)
+    out = inference_pb2.GenerateRequest(decoding_mode=inference_pb2.DECODING_MODE_SAMPLING)
+    if "prompt" in req:
+        out.text = req["prompt"]
+    elif "prompt_token_ids" in req:
+        out.token_ids.ids.extend(req["prompt_token_ids"])
+    else:
+        out.chat.add_generation_prompt = True
+        for m in req["messages"]:
+            out.chat.messages.add(role=m["role"], content=m["content"])
+    if "temperature" in req:
+        out.sampling.temperature = req["temperature"]
+    if "max_tokens" in req:
+        out.sampling.max_tokens = req["max_tokens"]
+    if req.get("ignore_eos"):
+        out.sampling.ignore_eos = True
+    return out
 
 
 class StreamResult:
@@ -53,7 +57,10 @@ class StreamResult:
         self.token_ids = []
         self.text = ""
         self.finish_reason = "none"
-        self.error = ""            # the response's error field, or the client's exception
+        self.status = None         # the call's grpc.StatusCode (None: it never ended)
+        self.details = ""          # the status's message, or why the stream is incomplete
+        self.error = ""            # the last message's error field
+        self.usage = None          # the last message's Usage
 
     def as_line(self):
         """The fields `tandem run --json` prints for this completion."""
@@ -62,50 +69,56 @@ class StreamResult:
 
 
 def generate_stream(port, req, timeout, start=None):
-    """Runs one GenerateStream on 127.0.0.1:port; waits on `start` (a
+    """Runs one GenerateStream on 127.0.0.1:port over a connection of its own,
+    with `timeout` as the call's deadline; waits on `start` (a
     threading.Event or Barrier) first when given."""
     result = StreamResult()
     request = generate_request(req)
-    if start is not None:
-        start.wait(timeout)
-    result.sent_at = time.monotonic()
-    try:
-        messages = grpc_server_stream(port, GENERATE_STREAM, request, timeout)
-    except (OSError, ConnectionError) as e:
-        result.error = f"{type(e).__name__}: {e}"
-        messages = []
-    result.end_at = time.monotonic()
-    text = b""  # decoded once: a message's text need not end on a character boundary
-    for at, body in messages:
-        msg = parse_proto(body)
-        tokens = 0
-        for delta_bytes in msg.get(2, []):
-            delta = parse_proto(delta_bytes)
-            if delta.get(1, [0])[0] != 0:
-                continue
-            ids = []
-            for value in delta.get(3, []):  # packed bytes, or one varint when unpacked
-                ids.extend(decode_varints(value) if isinstance(value, bytes) else [value])
-            result.token_ids.extend(ids)
-            tokens += len(ids)
-            text += b"".join(delta.get(2, []))
-            if delta.get(5):
-                result.finish_reason = FINISH_REASONS.get(delta[5][0], str(delta[5][0]))
-        if tokens:
-            result.token_times.append(at)
-        if msg.get(5):
-            result.error = b"".join(msg[5]).decode()
-    result.text = text.decode(errors="replace")
-    if not messages and not result.error:
-        result.error = "the stream ended without a message (an error status)"
+    with channel(port, own_connection=True) as ch:
+        stub = inference_pb2_grpc.InferenceStub(ch)
+        if start is not None:
+            start.wait(timeout)
+        result.sent_at = time.monotonic()
+        messages = 0
+        try:
+            for msg in stub.GenerateStream(request, timeout=timeout):
+                messages += 1
+                at = time.monotonic()
+                if fold_message(result, msg):
+                    result.token_times.append(at)
+            result.status = grpc.StatusCode.OK
+        except grpc.RpcError as e:
+            result.status, result.details = e.code(), e.details()
+        result.end_at = time.monotonic()
+    if result.status == grpc.StatusCode.OK and messages == 0:
+        result.details = "the stream ended with OK but without a message"
     return result
+
+
+def fold_message(result, msg):
+    """Adds one GenerateStreamResponse to `result`; whether it carried tokens
+    of completion 0."""
+    tokens = 0
+    for delta in msg.deltas:
+        if delta.index != 0:
+            continue
+        result.token_ids.extend(delta.token_ids)
+        tokens += len(delta.token_ids)
+        result.text += delta.text
+        if delta.finish_reason != common_pb2.FINISH_REASON_UNSPECIFIED:
+            result.finish_reason = FINISH_REASONS[delta.finish_reason]
+    if msg.HasField("usage"):
+        result.usage = msg.usage
+    if msg.error:
+        result.error = msg.error
+    return tokens > 0
 
 
 def generate_concurrently(port, requests, timeout):
     """Sends every request at once, one thread and connection each (released
     together by a barrier); returns their StreamResults in request order.
-    Every wait is bounded by `timeout`; a stream still running after it is
-    reported as an error."""
+    Every wait is bounded by `timeout`; a stream still running after it has
+    status None."""
     results = [None] * len(requests)
     barrier = threading.Barrier(len(requests))
 
@@ -121,7 +134,7 @@ def generate_concurrently(port, requests, timeout):
     for i, r in enumerate(results):
         if r is None:
             results[i] = StreamResult()
-            results[i].error = f"still streaming after {timeout} s"
+            results[i].details = f"still streaming after {timeout} s"
     return results
 
 

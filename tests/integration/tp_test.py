@@ -20,9 +20,8 @@ that they really streamed (tokens arrived over several messages) and really
 ran concurrently (most were mid-generation at the same moment) — a server
 that answered at the end, or one request at a time, fails. Then SIGTERM to
 the coordinator and the worker group: every process (every rank) is gone
-within 15 s. Standard library only; every wait is bounded; ports are chosen
-by the OS. TP 2 and 3 are skipped when mpirun is missing or cannot start
-processes here.
+within 15 s. Every wait is bounded; ports are chosen by the OS. TP 2 and 3
+are skipped when mpirun is missing or cannot start processes here.
 
 Env: TANDEM_WORKER_BIN, TANDEM_COORDINATOR_BIN, TANDEM_BIN, TANDEM_MODEL,
 MPIEXEC (the mpirun / mpiexec to use).
@@ -32,6 +31,8 @@ import shutil
 import signal
 import time
 import unittest
+
+import grpc
 
 from generation_check import (assert_lines_equal, jsonl, mixed_requests, parse_lines, run_cli,
                               write_temp)
@@ -111,7 +112,10 @@ class TensorParallelProofTest(unittest.TestCase):
     def check_streams(self, n, results):
         label = f"TP={n}"
         for i, r in enumerate(results):
-            self.assertEqual(r.error, "", f"{label}: request {i + 1} failed")
+            self.assertEqual((r.status, r.details, r.error), (grpc.StatusCode.OK, "", ""),
+                             f"{label}: request {i + 1} failed")
+            self.assertEqual(r.usage.completion_tokens, len(r.token_ids),
+                             f"{label}: request {i + 1}'s usage")
         assert_lines_equal(self, [r.as_line() for r in results], self.expected, NUM_REQUESTS,
                            ("token_ids", "text", "finish_reason"), f"{label} GenerateStream")
         long_enough = [r for r in results if len(r.token_ids) >= MIN_TOKENS_TO_STREAM]

@@ -8,8 +8,8 @@ completes), then the rest: exit 0 within 20 s and no tandem-worker, mpirun,
 tandem-draft or tandem-coordinator left. Runs: the defaults (TP=2 + draft;
 skipped with the reason when tandem-worker does not come up under mpirun),
 --config FILE (TP=1 from the file, the draft from a flag that overrides the
-file's "none"), --tp 1 --no-draft; config and start-up errors. Standard
-library only; every wait is bounded.
+file's "none"), --tp 1 --no-draft; config and start-up errors. Every wait
+is bounded.
 
 Env: TANDEM_BIN, TANDEM_MODEL, TANDEM_BIN_DIR.
 """
@@ -23,7 +23,7 @@ import threading
 import time
 import unittest
 
-from grpc_lite import grpc_unary, parse_proto
+from grpc_channel import model_info
 
 BIN = os.environ["TANDEM_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]
@@ -184,9 +184,9 @@ class UpTest(unittest.TestCase):
 
             # ModelInfo: the coordinator's worker group and draft workers.
             port = int(launcher.address.rsplit(":", 1)[1])
-            info = parse_proto(grpc_unary(port, "/tandem.v1.Inference/ModelInfo"))
-            groups = [parse_proto(g)[1][0].decode() for g in info.get(7, [])]
-            drafts = [parse_proto(d)[1][0].decode() for d in info.get(8, [])]
+            info = model_info(port)
+            groups = [g.address for g in info.worker_groups]
+            drafts = [d.address for d in info.draft_workers]
             self.assertEqual(groups, [launcher.server_address("tandem-worker")], info)
             draft_address = launcher.server_address("tandem-draft")
             if draft:

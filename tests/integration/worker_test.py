@@ -3,8 +3,7 @@
 announces its OS-chosen port on one stdout line, answers grpc.health.v1 Check
 with SERVING and TargetWorker.Info with the model's geometry, ends on SIGTERM
 with exit 0 within 10 s, and exits non-zero naming the path for a bad --model.
-Standard library only: the few gRPC calls are made with a minimal HTTP/2
-client (grpc_lite.py: unary call, literal HPACK headers, no Huffman coding).
+gRPC through grpcio (grpc_channel.py).
 
 Env: TANDEM_WORKER_BIN (build/bin/tandem-worker), TANDEM_MODEL (the default GGUF).
 """
@@ -15,8 +14,12 @@ import subprocess
 import time
 import unittest
 
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from grpc_channel import RPC_TIMEOUT, channel
 from server_process import Server
-from grpc_lite import grpc_unary, health_status, parse_proto
+from tandem.v1 import worker_pb2, worker_pb2_grpc
 
 BIN = os.environ["TANDEM_WORKER_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]
@@ -40,19 +43,29 @@ class WorkerProcessTest(unittest.TestCase):
     def test_serves_health_and_info_then_stops_on_sigterm(self):
         w = self.worker
         self.assertGreater(w.port, 0)
-        self.assertEqual(health_status(w.port), 1, "overall health should be SERVING")
-        self.assertEqual(health_status(w.port, "tandem.v1.TargetWorker"), 1)
+        with channel(w.port) as ch:
+            health = health_pb2_grpc.HealthStub(ch)
+            for service in ("", "tandem.v1.TargetWorker"):
+                response = health.Check(health_pb2.HealthCheckRequest(service=service),
+                                        timeout=RPC_TIMEOUT)
+                self.assertEqual(response.status, health_pb2.HealthCheckResponse.SERVING,
+                                 f"health of {service!r}")
+            with self.assertRaises(grpc.RpcError) as unknown:
+                health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"),
+                             timeout=RPC_TIMEOUT)
+            self.assertEqual(unknown.exception.code(), grpc.StatusCode.NOT_FOUND)
 
-        info = parse_proto(grpc_unary(w.port, "/tandem.v1.TargetWorker/Info"))
-        self.assertEqual(info[2], [49152], "vocab_size")
-        self.assertEqual(info[4], [KV_BLOCKS], "num_blocks")
-        self.assertEqual(info[5], [16], "block_size")
-        self.assertEqual(info[6], [1], "tensor_parallel_size")
-        self.assertTrue(info.get(1), "model_name should be set")
-        self.assertTrue(info.get(7), "eos_token_ids should be set")
+            worker = worker_pb2_grpc.TargetWorkerStub(ch)
+            info = worker.Info(worker_pb2.WorkerInfoRequest(), timeout=RPC_TIMEOUT)
+            self.assertEqual(info.vocab_size, 49152)
+            self.assertEqual(info.num_blocks, KV_BLOCKS)
+            self.assertEqual(info.block_size, 16)
+            self.assertEqual(info.tensor_parallel_size, 1)
+            self.assertTrue(info.model_name, "model_name should be set")
+            self.assertTrue(info.eos_token_ids, "eos_token_ids should be set")
 
-        health = parse_proto(grpc_unary(w.port, "/tandem.v1.TargetWorker/Health"))
-        self.assertEqual(health.get(1), [1], "WORKER_STATUS_SERVING")
+            status = worker.Health(worker_pb2.HealthRequest(), timeout=RPC_TIMEOUT).status
+            self.assertEqual(status, worker_pb2.WORKER_STATUS_SERVING)
 
         start = time.monotonic()
         w.proc.send_signal(signal.SIGTERM)
