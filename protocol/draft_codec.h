@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
-#include "coordinator/cluster/draft_pool.h"
-#include "draft/proposer.h"
+#include "coordinator/scheduler/draft_pool.h"
+#include "draft/api/proposer.h"
 #include "engine/sampling/sampling_params.h"
 #include "tandem/v1/draft.pb.h"
 

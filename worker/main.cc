@@ -191,13 +191,13 @@ int main(int argc, char** argv) {
   if (!num_blocks.ok()) return Fail(num_blocks.status());
   exec_config.num_blocks = *num_blocks;
   if (rank != 0) {
-    absl::Status followed = tandem::parallel::RunFollower(model->get(), exec_config, comm.get());
+    absl::Status followed = tandem::tp::RunFollower(model->get(), exec_config, comm.get());
     if (!followed.ok()) return Fail(followed);
     return 0;
   }
   // Rank 0 of a group: collectives run on this (the main) thread.
-  std::unique_ptr<tandem::parallel::MpiThreadQueue> mpi_thread;
-  if (world_size > 1) mpi_thread = std::make_unique<tandem::parallel::MpiThreadQueue>();
+  std::unique_ptr<tandem::tp::MpiThreadQueue> mpi_thread;
+  if (world_size > 1) mpi_thread = std::make_unique<tandem::tp::MpiThreadQueue>();
   absl::StatusOr<std::unique_ptr<tandem::worker::TargetWorkerService>> service =
       tandem::worker::TargetWorkerService::Create(model->get(), exec_config, comm.get(),
                                                   mpi_thread.get());
@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
     mpi_thread->Loop();
     signal_thread.join();
     absl::Status sent =
-        tandem::parallel::BroadcastEnvelope(comm.get(), tandem::parallel::EnvelopeKind::kShutdown);
+        tandem::tp::BroadcastEnvelope(comm.get(), tandem::tp::EnvelopeKind::kShutdown);
     if (!sent.ok()) return Fail(sent);
   }
   std::fprintf(stderr, "tandem-worker: stopped\n");

@@ -1,5 +1,7 @@
 #include "worker/worker_service.h"
 
+#include "protocol/step_result_codec.h"
+
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -19,7 +21,7 @@ grpc::Status NotServing() {
 
 absl::StatusOr<std::unique_ptr<TargetWorkerService>> TargetWorkerService::Create(
     model::Model* model, const StepExecutorConfig& config, parallel::Communicator* comm,
-    parallel::MpiThreadQueue* mpi_thread) {
+    tp::MpiThreadQueue* mpi_thread) {
   ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, StepExecutor::Create(model, config));
   return std::unique_ptr<TargetWorkerService>(
       new TargetWorkerService(model, config, std::move(executor), comm, mpi_thread));
@@ -27,7 +29,7 @@ absl::StatusOr<std::unique_ptr<TargetWorkerService>> TargetWorkerService::Create
 
 TargetWorkerService::TargetWorkerService(model::Model* model, const StepExecutorConfig& config,
                                          std::unique_ptr<StepExecutor> executor,
-                                         parallel::Communicator* comm, parallel::MpiThreadQueue* mpi_thread)
+                                         parallel::Communicator* comm, tp::MpiThreadQueue* mpi_thread)
     : model_(model),
       comm_(comm),
       mpi_thread_(mpi_thread),
@@ -66,7 +68,7 @@ grpc::Status TargetWorkerService::OnMpiThread(absl::AnyInvocable<grpc::Status()>
 
 grpc::Status TargetWorkerService::ResetLocked() {
   // The other ranks reset too; a failed broadcast leaves the group unusable.
-  if (absl::Status sent = parallel::BroadcastEnvelope(comm_, parallel::EnvelopeKind::kReset); !sent.ok()) {
+  if (absl::Status sent = tp::BroadcastEnvelope(comm_, tp::EnvelopeKind::kReset); !sent.ok()) {
     has_executor_.store(false);
     return ToGrpcStatus(sent);
   }
@@ -112,7 +114,7 @@ grpc::Status TargetWorkerService::StepLocked(const tandem::v1::StepRequest& requ
   // Only a plan rank 0 decoded is sent, so every rank decodes the same one.
   if (comm_ != nullptr && comm_->world_size() > 1) {
     absl::Status sent =
-        parallel::BroadcastEnvelope(comm_, parallel::EnvelopeKind::kStep, request.SerializeAsString());
+        tp::BroadcastEnvelope(comm_, tp::EnvelopeKind::kStep, request.SerializeAsString());
     if (!sent.ok()) {
       has_executor_.store(false);  // the group is out of step: only a restart helps
       executor_.reset();

@@ -45,7 +45,7 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
   // service, and Step/Reset broadcast to the other ranks on `mpi_thread`.
   static absl::StatusOr<std::unique_ptr<TargetWorkerService>> Create(
       model::Model* model, const StepExecutorConfig& config, parallel::Communicator* comm = nullptr,
-      parallel::MpiThreadQueue* mpi_thread = nullptr);
+      tp::MpiThreadQueue* mpi_thread = nullptr);
 
   TargetWorkerService(const TargetWorkerService&) = delete;
   TargetWorkerService& operator=(const TargetWorkerService&) = delete;
@@ -72,7 +72,7 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
  private:
   TargetWorkerService(model::Model* model, const StepExecutorConfig& config,
                       std::unique_ptr<StepExecutor> executor, parallel::Communicator* comm,
-                      parallel::MpiThreadQueue* mpi_thread);
+                      tp::MpiThreadQueue* mpi_thread);
 
   // Runs `body` on the MPI thread when there is one (UNAVAILABLE once it has
   // stopped), else here.
@@ -83,7 +83,7 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
 
   model::Model* const model_;
   parallel::Communicator* const comm_;        // null: a group of one
-  parallel::MpiThreadQueue* const mpi_thread_;  // null: run in the handler's thread
+  tp::MpiThreadQueue* const mpi_thread_;  // null: run in the handler's thread
   const StepExecutorConfig config_;
   const protocol::StepDecoderConfig decoder_config_;
   std::atomic<bool> serving_{true};

@@ -28,14 +28,14 @@ absl::StatusOr<Envelope> DecodeEnvelope(const std::string& bytes) {
   return Envelope{static_cast<EnvelopeKind>(kind), bytes.substr(1)};
 }
 
-absl::Status BroadcastEnvelope(Communicator* comm, EnvelopeKind kind, const std::string& payload) {
+absl::Status BroadcastEnvelope(parallel::Communicator* comm, EnvelopeKind kind, const std::string& payload) {
   if (comm == nullptr || comm->world_size() == 1) return absl::OkStatus();
   std::string bytes = EncodeEnvelope(kind, payload);
   return comm->Broadcast(&bytes, 0);
 }
 
 absl::Status RunFollower(model::Model* model, const worker::StepExecutorConfig& config,
-                         Communicator* comm) {
+                         parallel::Communicator* comm) {
   worker::StepExecutorConfig exec_config = config;
   exec_config.sample = false;
   const protocol::StepDecoderConfig decoder_config{model->config().vocab_size, config.num_blocks,

@@ -35,7 +35,7 @@ std::string EncodeEnvelope(EnvelopeKind kind, const std::string& payload = "");
 absl::StatusOr<Envelope> DecodeEnvelope(const std::string& bytes);
 
 // Rank 0: broadcasts one envelope to every rank (no-op at world size 1).
-absl::Status BroadcastEnvelope(Communicator* comm, EnvelopeKind kind,
+absl::Status BroadcastEnvelope(parallel::Communicator* comm, EnvelopeKind kind,
                                const std::string& payload = "");
 
 // Ranks != 0: receives envelopes until kShutdown (returns OK) and replays
@@ -45,7 +45,7 @@ absl::Status BroadcastEnvelope(Communicator* comm, EnvelopeKind kind,
 // a step that rank 0 accepted but this rank cannot decode, or a collective's
 // error, ends the loop with that error (the group is out of step).
 absl::Status RunFollower(model::Model* model, const worker::StepExecutorConfig& config,
-                         Communicator* comm);
+                         parallel::Communicator* comm);
 
 }  // namespace tandem::tp
 

@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 
-namespace tandem::tp {
+namespace tandem::parallel {
 namespace {
 
 TEST(MpiCommunicatorTest, RankAndWorldSizeMatchMpi) {
@@ -75,7 +75,7 @@ TEST(MpiCommunicatorTest, BroadcastRejectsARootOutsideTheWorld) {
 }
 
 }  // namespace
-}  // namespace tandem::tp
+}  // namespace tandem::parallel
 
 int main(int argc, char** argv) {
   tandem::parallel::MpiSession mpi(&argc, &argv);

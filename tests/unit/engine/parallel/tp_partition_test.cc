@@ -3,23 +3,20 @@
 
 #include "gtest/gtest.h"
 
-namespace tandem::model {
+namespace tandem::parallel {
 namespace {
 
-// SmolLM2-135M's shape: 9 query heads over 3 KV heads, FFN 1536.
-ModelConfig SmolConfig() {
-  ModelConfig c;
-  c.num_layers = 30;
-  c.hidden_dim = 576;
+// SmolLM2-135M's dimensions: 9 query heads over 3 KV heads, FFN 1536.
+TpDims SmolDims() {
+  TpDims c;
   c.ffn_dim = 1536;
   c.num_heads = 9;
   c.num_kv_heads = 3;
-  c.head_dim = 64;
   return c;
 }
 
 TEST(TpPartitionTest, WorldOfOneIsTheWholeModel) {
-  TpShard s = *PartitionForRank(TpDimsOf(SmolConfig()), 0, 1);
+  TpShard s = *PartitionForRank(SmolDims(), 0, 1);
   EXPECT_EQ(s.kv_head_begin, 0);
   EXPECT_EQ(s.kv_head_end, 3);
   EXPECT_EQ(s.q_head_begin, 0);
@@ -29,8 +26,8 @@ TEST(TpPartitionTest, WorldOfOneIsTheWholeModel) {
 }
 
 TEST(TpPartitionTest, ThreeKvHeadsOverTwoRanksIsTwoPlusOne) {
-  TpShard a = *PartitionForRank(TpDimsOf(SmolConfig()), 0, 2);
-  TpShard b = *PartitionForRank(TpDimsOf(SmolConfig()), 1, 2);
+  TpShard a = *PartitionForRank(SmolDims(), 0, 2);
+  TpShard b = *PartitionForRank(SmolDims(), 1, 2);
   EXPECT_EQ(a.num_kv_heads(), 2);
   EXPECT_EQ(a.q_head_begin, 0);
   EXPECT_EQ(a.q_head_end, 6);
@@ -45,11 +42,11 @@ TEST(TpPartitionTest, ThreeKvHeadsOverTwoRanksIsTwoPlusOne) {
 }
 
 TEST(TpPartitionTest, UnevenFfnSplitIsBlockAlignedAndCoversEverything) {
-  ModelConfig c = SmolConfig();
+  TpDims c = SmolDims();
   c.ffn_dim = 32 * 7 + 16;  // 7 whole blocks and a partial one
   int expected_begin = 0;
   for (int r = 0; r < 3; ++r) {
-    TpShard s = *PartitionForRank(TpDimsOf(c), r, 3);
+    TpShard s = *PartitionForRank(c, r, 3);
     EXPECT_EQ(s.ffn_begin, expected_begin);
     EXPECT_EQ(s.ffn_begin % kTpFfnAlignment, 0);
     EXPECT_GT(s.ffn_size(), 0);
@@ -57,25 +54,25 @@ TEST(TpPartitionTest, UnevenFfnSplitIsBlockAlignedAndCoversEverything) {
   }
   EXPECT_EQ(expected_begin, c.ffn_dim);
   // 7 blocks over 3 ranks: 3 + 2 + 2 (+ the partial block on the last).
-  EXPECT_EQ(PartitionForRank(TpDimsOf(c), 0, 3)->ffn_size(), 96);
-  EXPECT_EQ(PartitionForRank(TpDimsOf(c), 2, 3)->ffn_size(), 80);
+  EXPECT_EQ(PartitionForRank(c, 0, 3)->ffn_size(), 96);
+  EXPECT_EQ(PartitionForRank(c, 2, 3)->ffn_size(), 80);
 }
 
 TEST(TpPartitionTest, RejectsMoreRanksThanKvHeads) {
-  absl::StatusOr<TpShard> s = PartitionForRank(TpDimsOf(SmolConfig()), 0, 4);
+  absl::StatusOr<TpShard> s = PartitionForRank(SmolDims(), 0, 4);
   ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.status().message().find("world size 4"), std::string::npos) << s.status();
   EXPECT_NE(s.status().message().find("3 KV heads"), std::string::npos) << s.status();
 }
 
 TEST(TpPartitionTest, RejectsBadRankAndWorldSize) {
-  EXPECT_EQ(PartitionForRank(TpDimsOf(SmolConfig()), 2, 2).status().code(),
+  EXPECT_EQ(PartitionForRank(SmolDims(), 2, 2).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(PartitionForRank(TpDimsOf(SmolConfig()), -1, 2).status().code(),
+  EXPECT_EQ(PartitionForRank(SmolDims(), -1, 2).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(PartitionForRank(TpDimsOf(SmolConfig()), 0, 0).status().code(),
+  EXPECT_EQ(PartitionForRank(SmolDims(), 0, 0).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
-}  // namespace tandem::model
+}  // namespace tandem::parallel
