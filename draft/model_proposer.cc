@@ -18,6 +18,30 @@ double MsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// The draft `token` sampled from `row` with its q under the processed
+// distribution and that distribution as support; one-hot (q = 1, no support)
+// for greedy params or when `token` is outside it (the Sampler's raw-argmax
+// fallback).
+DraftToken DraftTokenOf(const sampling::SamplingRow& row, int32_t token, int32_t vocab_size) {
+  DraftToken draft;
+  draft.token = token;
+  std::vector<std::pair<int32_t, float>> dist = ProcessedDistribution(row, vocab_size);
+  draft.prob = dist.empty() ? 1.0f : 0.0f;
+  draft.support_tokens.reserve(dist.size());
+  draft.support_probs.reserve(dist.size());
+  for (const auto& [id, prob] : dist) {
+    if (id == draft.token) draft.prob = prob;
+    draft.support_tokens.push_back(id);
+    draft.support_probs.push_back(prob);
+  }
+  if (draft.prob == 0.0f) {  // the Sampler's raw-argmax fallback
+    draft.prob = 1.0f;
+    draft.support_tokens.clear();
+    draft.support_probs.clear();
+  }
+  return draft;
+}
+
 }  // namespace
 
 std::vector<std::pair<int32_t, float>> ProcessedDistribution(const sampling::SamplingRow& row,
@@ -138,38 +162,41 @@ absl::StatusOr<std::vector<std::vector<DraftToken>>> ModelProposer::ProposeBatch
     std::span<const ProposeInput> inputs) {
   RETURN_IF_ERROR(Validate(inputs));
   last_stats_ = ProposeStats{};
-  const int32_t vocab = model_->config().vocab_size;
   const int32_t context = model_->config().context_length;
   const size_t n = inputs.size();
-
-  // State to restore on failure.
-  struct Saved {
-    bool was_new;
-    int32_t length;
-    SeqState state;
-  };
-  std::vector<Saved> saved(n);
-  std::vector<int32_t> to_draft(n);
+  std::vector<int32_t> to_draft(n);  // tokens to draft: gamma, or less at the context's end
   for (size_t i = 0; i < n; ++i) {
     const ProposeInput& in = inputs[i];
-    auto it = seqs_.find(in.seq);
-    saved[i] = {it == seqs_.end(), in.start_pos, it == seqs_.end() ? SeqState{} : it->second};
     const int64_t end = static_cast<int64_t>(in.start_pos) + in.new_tokens.size();
     to_draft[i] = static_cast<int32_t>(std::clamp<int64_t>(context - end, 0, in.gamma));
   }
-  auto restore = [&] {
+  const std::vector<Saved> saved = SaveAndRegister(inputs);
+
+  std::vector<std::vector<DraftToken>> out(n);
+  std::vector<size_t> active;  // input indices in this forward
+  for (int32_t step = 0;; ++step) {
+    active.clear();
     for (size_t i = 0; i < n; ++i) {
-      const SeqId seq = inputs[i].seq;
-      if (saved[i].was_new) {
-        if (kv_manager_.Contains(seq)) kv_manager_.Free(seq);
-        seqs_.erase(seq);
-      } else {
-        kv_manager_.Truncate(seq, saved[i].length);
-        seqs_[seq] = saved[i].state;
-      }
+      if (step == 0 || to_draft[i] > step) active.push_back(i);
     }
-  };
-  for (size_t i = 0; i < n; ++i) {
+    if (active.empty()) break;
+    if (absl::Status drafted = DraftStep(inputs, step, active, to_draft, out); !drafted.ok()) {
+      Restore(inputs, saved);
+      return drafted;
+    }
+  }
+  return out;
+}
+
+std::vector<ModelProposer::Saved> ModelProposer::SaveAndRegister(
+    std::span<const ProposeInput> inputs) {
+  std::vector<Saved> saved(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ProposeInput& in = inputs[i];
+    auto it = seqs_.find(in.seq);
+    saved[i] = {it == seqs_.end(), in.start_pos, it == seqs_.end() ? SeqState{} : it->second};
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
     const ProposeInput& in = inputs[i];
     SeqState& state = seqs_[in.seq];
     if (saved[i].was_new) {
@@ -178,95 +205,95 @@ absl::StatusOr<std::vector<std::vector<DraftToken>>> ModelProposer::ProposeBatch
     }
     if (in.params != nullptr) state.params = *in.params;
   }
+  return saved;
+}
 
-  std::vector<std::vector<DraftToken>> out(n);
-  std::vector<size_t> active;         // input indices in this forward
-  std::vector<int32_t> step_starts;   // start position of each active row's tokens
-  std::vector<model::ForwardSequence> batch;
-  std::vector<sampling::SamplingRow> rows;
-  std::vector<sampling::SampleResult> results;
-  for (int32_t step = 0;; ++step) {
-    active.clear();
-    for (size_t i = 0; i < n; ++i) {
-      if (step == 0 || to_draft[i] > step) active.push_back(i);
+void ModelProposer::Restore(std::span<const ProposeInput> inputs, std::span<const Saved> saved) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const SeqId seq = inputs[i].seq;
+    if (saved[i].was_new) {
+      if (kv_manager_.Contains(seq)) kv_manager_.Free(seq);
+      seqs_.erase(seq);
+    } else {
+      kv_manager_.Truncate(seq, saved[i].length);
+      seqs_[seq] = saved[i].state;
     }
-    if (active.empty()) break;
-    // Reserve slots first: block tables are views valid until the next append.
-    step_starts.clear();
-    for (size_t i : active) {
-      const ProposeInput& in = inputs[i];
-      step_starts.push_back(kv_manager_.NumTokens(in.seq));
-      std::span<const int32_t> tokens =
-          step == 0 ? in.new_tokens : std::span<const int32_t>(&out[i].back().token, 1);
-      if (absl::Status appended = Append(in.seq, tokens); !appended.ok()) {
-        restore();
-        return appended;
-      }
-    }
-    batch.clear();
-    for (size_t a = 0; a < active.size(); ++a) {
-      const SeqId seq = inputs[active[a]].seq;
-      std::span<const int32_t> all = kv_manager_.Tokens(seq);
-      model::ForwardSequence fs;
-      fs.tokens = all.subspan(static_cast<size_t>(step_starts[a]));
-      fs.start_pos = step_starts[a];
-      fs.block_table = kv_manager_.BlockTable(seq);
-      fs.num_logits = 1;
-      batch.push_back(fs);
-      last_stats_.num_tokens += static_cast<int64_t>(fs.tokens.size());
-    }
-    logits_.resize(active.size() * static_cast<size_t>(vocab));
-    auto forward_start = std::chrono::steady_clock::now();
-    if (absl::Status ran = model_->Forward(batch, *storage_, logits_.data()); !ran.ok()) {
-      restore();
-      return ran;
-    }
-    last_stats_.forward_ms += MsSince(forward_start);
-
-    auto sample_start = std::chrono::steady_clock::now();
-    rows.clear();
-    std::vector<size_t> sampled;  // indices into `active` of rows that draft now
-    for (size_t a = 0; a < active.size(); ++a) {
-      const size_t i = active[a];
-      if (to_draft[i] <= step) continue;  // step 0 only: no room to draft
-      const SeqState& state = seqs_.at(inputs[i].seq);
-      std::span<const int32_t> all = kv_manager_.Tokens(inputs[i].seq);
-      const size_t prompt_len = std::min(all.size(), static_cast<size_t>(state.prompt_len));
-      sampling::SamplingRow row;
-      row.logits = logits_.data() + a * static_cast<size_t>(vocab);
-      row.params = &state.params;
-      row.prompt_tokens = all.first(prompt_len);
-      row.output_tokens = all.subspan(prompt_len);
-      row.seed = inputs[i].seed;
-      row.stream = inputs[i].stream;
-      row.eos_token_ids = config_.eos_token_ids;
-      rows.push_back(row);
-      sampled.push_back(a);
-    }
-    results.assign(rows.size(), sampling::SampleResult{});
-    sampler_.SampleBatch(rows, results, model_->pool());
-    for (size_t r = 0; r < rows.size(); ++r) {
-      DraftToken token;
-      token.token = results[r].token;
-      std::vector<std::pair<int32_t, float>> dist = ProcessedDistribution(rows[r], vocab);
-      token.prob = dist.empty() ? 1.0f : 0.0f;
-      token.support_tokens.reserve(dist.size());
-      token.support_probs.reserve(dist.size());
-      for (const auto& [id, prob] : dist) {
-        if (id == token.token) token.prob = prob;
-        token.support_tokens.push_back(id);
-        token.support_probs.push_back(prob);
-      }
-      if (token.prob == 0.0f) {  // the Sampler's raw-argmax fallback
-        token.prob = 1.0f;
-        token.support_tokens.clear();
-        token.support_probs.clear();
-      }
-      out[active[sampled[r]]].push_back(std::move(token));
-    }
-    last_stats_.sample_ms += MsSince(sample_start);
   }
-  return out;
+}
+
+absl::Status ModelProposer::DraftStep(std::span<const ProposeInput> inputs, int32_t step,
+                                      std::span<const size_t> active,
+                                      std::span<const int32_t> to_draft,
+                                      std::vector<std::vector<DraftToken>>& out) {
+  // Reserve slots first: block tables are views valid until the next append.
+  std::vector<int32_t> step_starts;  // start position of each active row's tokens
+  step_starts.reserve(active.size());
+  for (size_t i : active) {
+    const ProposeInput& in = inputs[i];
+    step_starts.push_back(kv_manager_.NumTokens(in.seq));
+    std::span<const int32_t> tokens =
+        step == 0 ? in.new_tokens : std::span<const int32_t>(&out[i].back().token, 1);
+    RETURN_IF_ERROR(Append(in.seq, tokens));
+  }
+  RETURN_IF_ERROR(ForwardActive(inputs, active, step_starts));
+  SampleActive(inputs, step, active, to_draft, out);
+  return absl::OkStatus();
+}
+
+absl::Status ModelProposer::ForwardActive(std::span<const ProposeInput> inputs,
+                                          std::span<const size_t> active,
+                                          std::span<const int32_t> step_starts) {
+  std::vector<model::ForwardSequence> batch;
+  batch.reserve(active.size());
+  for (size_t a = 0; a < active.size(); ++a) {
+    const SeqId seq = inputs[active[a]].seq;
+    std::span<const int32_t> all = kv_manager_.Tokens(seq);
+    model::ForwardSequence fs;
+    fs.tokens = all.subspan(static_cast<size_t>(step_starts[a]));
+    fs.start_pos = step_starts[a];
+    fs.block_table = kv_manager_.BlockTable(seq);
+    fs.num_logits = 1;
+    batch.push_back(fs);
+    last_stats_.num_tokens += static_cast<int64_t>(fs.tokens.size());
+  }
+  logits_.resize(active.size() * static_cast<size_t>(model_->config().vocab_size));
+  auto forward_start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(model_->Forward(batch, *storage_, logits_.data()));
+  last_stats_.forward_ms += MsSince(forward_start);
+  return absl::OkStatus();
+}
+
+void ModelProposer::SampleActive(std::span<const ProposeInput> inputs, int32_t step,
+                                 std::span<const size_t> active,
+                                 std::span<const int32_t> to_draft,
+                                 std::vector<std::vector<DraftToken>>& out) {
+  auto sample_start = std::chrono::steady_clock::now();
+  const int32_t vocab = model_->config().vocab_size;
+  std::vector<sampling::SamplingRow> rows;
+  std::vector<size_t> sampled;  // indices into `active` of rows that draft now
+  for (size_t a = 0; a < active.size(); ++a) {
+    const size_t i = active[a];
+    if (to_draft[i] <= step) continue;  // step 0 only: no room to draft
+    const SeqState& state = seqs_.at(inputs[i].seq);
+    std::span<const int32_t> all = kv_manager_.Tokens(inputs[i].seq);
+    const size_t prompt_len = std::min(all.size(), static_cast<size_t>(state.prompt_len));
+    sampling::SamplingRow row;
+    row.logits = logits_.data() + a * static_cast<size_t>(vocab);
+    row.params = &state.params;
+    row.prompt_tokens = all.first(prompt_len);
+    row.output_tokens = all.subspan(prompt_len);
+    row.seed = inputs[i].seed;
+    row.stream = inputs[i].stream;
+    row.eos_token_ids = config_.eos_token_ids;
+    rows.push_back(row);
+    sampled.push_back(a);
+  }
+  std::vector<sampling::SampleResult> results(rows.size());
+  sampler_.SampleBatch(rows, results, model_->pool());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    out[active[sampled[r]]].push_back(DraftTokenOf(rows[r], results[r].token, vocab));
+  }
+  last_stats_.sample_ms += MsSince(sample_start);
 }
 
 absl::Status ModelProposer::Release(SeqId seq, int32_t keep_length) {

@@ -103,6 +103,35 @@ class ModelProposer final : public Proposer {
   // Reserves slots for tokens of `seq`; ResourceExhausted when out of blocks.
   absl::Status Append(SeqId seq, std::span<const int32_t> tokens);
 
+  // ProposeBatch's parts, in order.
+  // A sequence's state before a ProposeBatch, put back when it fails.
+  struct Saved {
+    bool was_new = false;
+    int32_t length = 0;  // tokens held (the input's start_pos)
+    SeqState state;
+  };
+  // Saves every input sequence's state, then registers the new ones (their
+  // new_tokens are the prompt) and takes the params the inputs give.
+  std::vector<Saved> SaveAndRegister(std::span<const ProposeInput> inputs);
+  // Puts the input sequences back as `saved` says (a new one is forgotten).
+  void Restore(std::span<const ProposeInput> inputs, std::span<const Saved> saved);
+  // One drafting step over inputs[active]: appends each one's tokens (step
+  // 0: its new tokens; later: its last draft), runs one forward and drafts
+  // the next token of those with room (to_draft[i] > step) into out[i].
+  // Passes on Append's and the forward's errors (the caller restores).
+  absl::Status DraftStep(std::span<const ProposeInput> inputs, int32_t step,
+                         std::span<const size_t> active, std::span<const int32_t> to_draft,
+                         std::vector<std::vector<DraftToken>>& out);
+  // The forward over inputs[active]'s tokens from `step_starts` (one logits
+  // row each, into logits_); counts its time and tokens in last_stats_.
+  absl::Status ForwardActive(std::span<const ProposeInput> inputs, std::span<const size_t> active,
+                             std::span<const int32_t> step_starts);
+  // Samples a draft from each active row with room (to_draft[i] > step) and
+  // appends it to out[i]; counts the time in last_stats_.
+  void SampleActive(std::span<const ProposeInput> inputs, int32_t step,
+                    std::span<const size_t> active, std::span<const int32_t> to_draft,
+                    std::vector<std::vector<DraftToken>>& out);
+
   std::unique_ptr<model::Model> model_;
   ModelProposerConfig config_;
   std::unique_ptr<kv::KvStorage> storage_;

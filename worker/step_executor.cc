@@ -13,6 +13,22 @@ double MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
 }
+
+// A beam's history is what the coordinator chose: the step's tokens past the
+// prompt. `s.start_pos` is the length the coordinator keeps, so `output`
+// (the history past the prompt's `prompt_size` tokens) past it — drafts of an
+// earlier step that the search did not follow — is dropped first; then the
+// step's tokens not yet in the history are appended.
+void SyncBeamHistory(const SequenceStep& s, size_t prompt_size, std::vector<int32_t>& output) {
+  const int64_t keep = s.start_pos - static_cast<int64_t>(prompt_size);
+  if (keep >= 0 && keep < static_cast<int64_t>(output.size())) {
+    output.resize(static_cast<size_t>(keep));
+  }
+  const int64_t known = static_cast<int64_t>(prompt_size + output.size());
+  for (size_t k = 0; k < s.tokens.size(); ++k) {
+    if (s.start_pos + static_cast<int64_t>(k) >= known) output.push_back(s.tokens[k]);
+  }
+}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StepExecutor>> StepExecutor::Create(
@@ -41,6 +57,36 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
   auto start = std::chrono::steady_clock::now();
   StepResult result;
   result.step_id = plan.step_id;
+  RETURN_IF_ERROR(ApplyPlanBookkeeping(plan));
+  if (plan.sequences.empty()) {
+    result.timings.total_ms = MillisSince(start);
+    return result;
+  }
+  ASSIGN_OR_RETURN(std::vector<SequenceState*> states, BuildBatch(plan));
+  RETURN_IF_ERROR(RunForward(plan, result.timings));
+  if (!config_.sample) {
+    result.timings.total_ms = MillisSince(start);
+    return result;
+  }
+
+  auto sample_start = std::chrono::steady_clock::now();
+  // Plain rows go to the sampler, rows with drafts to the verifier; both
+  // read the histories as they were before this step, which are extended
+  // only once every row is done.
+  std::vector<sampling::SamplingRow> sample_rows;
+  std::vector<sampling::VerifyRow> verify_rows;
+  BuildRows(plan, states, sample_rows, verify_rows);
+  std::vector<sampling::SampleResult> samples(sample_rows.size());
+  sampler_.SampleBatch(sample_rows, samples, model_->pool());
+  std::vector<sampling::VerifyResult> verified(verify_rows.size());
+  verifier_.VerifyBatch(verify_rows, verified, model_->pool());
+  result.results = CollectResults(plan, states, samples, verified);
+  result.timings.sample_ms = MillisSince(sample_start);
+  result.timings.total_ms = MillisSince(start);
+  return result;
+}
+
+absl::Status StepExecutor::ApplyPlanBookkeeping(const StepPlan& plan) {
   for (SeqId id : plan.finished) sequences_.erase(id);
   for (const NewSequence& s : plan.new_sequences) {
     if (sequences_.contains(s.id)) {
@@ -58,11 +104,11 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
     }
   }
   storage_->CopyBlocks(plan.copies);
-  if (plan.sequences.empty()) {
-    result.timings.total_ms = MillisSince(start);
-    return result;
-  }
+  return absl::OkStatus();
+}
 
+absl::StatusOr<std::vector<StepExecutor::SequenceState*>> StepExecutor::BuildBatch(
+    const StepPlan& plan) {
   batch_.clear();
   std::vector<SequenceState*> states;
   states.reserve(plan.sequences.size());
@@ -82,90 +128,74 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
     f.num_logits = s.sample ? s.num_draft_tokens + 1 : 0;
     batch_.push_back(f);
   }
-  if (!config_.sample) {
-    auto forward_start = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(model_->Forward(batch_, *storage_, nullptr));
-    result.timings.forward_ms = MillisSince(forward_start);
-    for (const SequenceStep& s : plan.sequences) result.timings.num_tokens += s.tokens.size();
-    result.timings.total_ms = MillisSince(start);
-    return result;
-  }
-  const int64_t vocab = model_->config().vocab_size;
-  const int64_t rows = model::Model::NumLogitRows(batch_);
-  logits_.resize(std::max<int64_t>(1, rows) * vocab);
-  auto forward_start = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(model_->Forward(batch_, *storage_, logits_.data()));
-  result.timings.forward_ms = MillisSince(forward_start);
-  for (const SequenceStep& s : plan.sequences) result.timings.num_tokens += s.tokens.size();
+  return states;
+}
 
-  auto sample_start = std::chrono::steady_clock::now();
-  // Plain rows go to the sampler, rows with drafts to the verifier; both
-  // read the histories as they were before this step, which are extended
-  // only once every row is done.
-  std::vector<sampling::SamplingRow> sample_rows;
-  std::vector<sampling::VerifyRow> verify_rows;
+absl::Status StepExecutor::RunForward(const StepPlan& plan, StepTimings& timings) {
+  float* logits = nullptr;
+  if (config_.sample) {
+    const int64_t rows = model::Model::NumLogitRows(batch_);
+    logits_.resize(std::max<int64_t>(1, rows) * model_->config().vocab_size);
+    logits = logits_.data();
+  }
+  auto forward_start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(model_->Forward(batch_, *storage_, logits));
+  timings.forward_ms = MillisSince(forward_start);
+  for (const SequenceStep& s : plan.sequences) timings.num_tokens += s.tokens.size();
+  return absl::OkStatus();
+}
+
+sampling::SamplingRow StepExecutor::RowOf(const SequenceState& state, const float* logits) const {
+  sampling::SamplingRow r;
+  r.logits = logits;
+  r.params = &state.params;
+  r.prompt_tokens = state.prompt_tokens;
+  r.output_tokens = state.output_tokens;
+  r.seed = state.seed;
+  r.stream = state.stream;
+  r.eos_token_ids = config_.eos_token_ids;
+  return r;
+}
+
+void StepExecutor::BuildRows(const StepPlan& plan, std::span<SequenceState* const> states,
+                             std::vector<sampling::SamplingRow>& sample_rows,
+                             std::vector<sampling::VerifyRow>& verify_rows) {
+  const int64_t vocab = model_->config().vocab_size;
   int64_t row = 0;
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     const SequenceStep& s = plan.sequences[i];
     if (!s.sample) continue;
     SequenceState* st = states[i];
     if (st->params.beam_candidates > 0) {
-      // A beam's history is what the coordinator chose: the step's tokens
-      // past the prompt. start_pos is the length the coordinator keeps, so
-      // history past it (drafts of an earlier step that the search did not
-      // follow) is dropped first.
-      const int64_t keep = s.start_pos - static_cast<int64_t>(st->prompt_tokens.size());
-      if (keep >= 0 && keep < static_cast<int64_t>(st->output_tokens.size())) {
-        st->output_tokens.resize(static_cast<size_t>(keep));
-      }
-      const int64_t known =
-          static_cast<int64_t>(st->prompt_tokens.size() + st->output_tokens.size());
-      for (size_t k = 0; k < s.tokens.size(); ++k) {
-        if (s.start_pos + static_cast<int64_t>(k) >= known) st->output_tokens.push_back(s.tokens[k]);
-      }
+      SyncBeamHistory(s, st->prompt_tokens.size(), st->output_tokens);
       // Candidates after the token and after each draft (speculative beam
       // search): row j sees the history up to draft j.
       const size_t g = static_cast<size_t>(s.num_draft_tokens);
       for (size_t j = 0; j <= g; ++j) {
-        sampling::SamplingRow r;
-        r.logits = logits_.data() + (row + static_cast<int64_t>(j)) * vocab;
-        r.params = &st->params;
-        r.prompt_tokens = st->prompt_tokens;
+        sampling::SamplingRow r =
+            RowOf(*st, logits_.data() + (row + static_cast<int64_t>(j)) * vocab);
         r.output_tokens = std::span<const int32_t>(st->output_tokens)
                               .first(st->output_tokens.size() - g + j);
-        r.seed = st->seed;
-        r.stream = st->stream;
-        r.eos_token_ids = config_.eos_token_ids;
         sample_rows.push_back(r);
       }
-      row += s.num_draft_tokens + 1;
-      continue;
-    }
-    sampling::SamplingRow r;
-    r.logits = logits_.data() + row * vocab;
-    r.params = &st->params;
-    r.prompt_tokens = st->prompt_tokens;
-    r.output_tokens = st->output_tokens;
-    r.seed = st->seed;
-    r.stream = st->stream;
-    r.eos_token_ids = config_.eos_token_ids;
-    if (s.num_draft_tokens > 0) {
+    } else if (s.num_draft_tokens > 0) {
       sampling::VerifyRow v;
-      v.target = r;
+      v.target = RowOf(*st, logits_.data() + row * vocab);
       v.draft_tokens =
           std::span<const int32_t>(s.tokens).last(static_cast<size_t>(s.num_draft_tokens));
       v.draft_probs = s.draft_probs;
       verify_rows.push_back(v);
     } else {
-      sample_rows.push_back(r);
+      sample_rows.push_back(RowOf(*st, logits_.data() + row * vocab));
     }
     row += s.num_draft_tokens + 1;
   }
-  std::vector<sampling::SampleResult> samples(sample_rows.size());
-  sampler_.SampleBatch(sample_rows, samples, model_->pool());
-  std::vector<sampling::VerifyResult> verified(verify_rows.size());
-  verifier_.VerifyBatch(verify_rows, verified, model_->pool());
+}
 
+std::vector<SequenceResult> StepExecutor::CollectResults(
+    const StepPlan& plan, std::span<SequenceState* const> states,
+    std::span<sampling::SampleResult> samples, std::span<sampling::VerifyResult> verified) {
+  std::vector<SequenceResult> results;
   size_t next_sample = 0;
   size_t next_verify = 0;
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
@@ -194,11 +224,9 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
       }
       st->output_tokens.push_back(out.sample.token);
     }
-    result.results.push_back(std::move(out));
+    results.push_back(std::move(out));
   }
-  result.timings.sample_ms = MillisSince(sample_start);
-  result.timings.total_ms = MillisSince(start);
-  return result;
+  return results;
 }
 
 }  // namespace tandem::worker

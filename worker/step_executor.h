@@ -8,6 +8,7 @@
 #define TANDEM_WORKER_STEP_EXECUTOR_H_
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -62,6 +63,33 @@ class StepExecutor {
 
   StepExecutor(model::Model* model, std::unique_ptr<kv::KvStorage> storage,
                const StepExecutorConfig& config);
+
+  // Execute's phases, in order.
+  // Forgets plan.finished, registers plan.new_sequences (InvalidArgument for
+  // one already live) and performs plan.copies (InvalidArgument for a block
+  // outside the cache, before any copy).
+  absl::Status ApplyPlanBookkeeping(const StepPlan& plan);
+  // Fills batch_ with plan.sequences and returns their states, in plan
+  // order. InvalidArgument for a sequence not live or invalid draft fields.
+  absl::StatusOr<std::vector<SequenceState*>> BuildBatch(const StepPlan& plan);
+  // Runs the forward over batch_ (logits into logits_ when config_.sample)
+  // and records its time and token count in `timings`.
+  absl::Status RunForward(const StepPlan& plan, StepTimings& timings);
+  // The sampler's and the verifier's rows for the sampling rows of the plan
+  // (rows with drafts of non-beam sequences are verified). A beam sequence's
+  // history is first made the coordinator's (see SyncBeamHistory).
+  void BuildRows(const StepPlan& plan, std::span<SequenceState* const> states,
+                 std::vector<sampling::SamplingRow>& sample_rows,
+                 std::vector<sampling::VerifyRow>& verify_rows);
+  // A row of `state` reading `logits` with the sequence's whole history.
+  sampling::SamplingRow RowOf(const SequenceState& state, const float* logits) const;
+  // One result per sampling row of the plan, from the sampler's `samples`
+  // and the verifier's `verified` in BuildRows' order; a non-beam sequence's
+  // emitted tokens join its history.
+  std::vector<SequenceResult> CollectResults(const StepPlan& plan,
+                                             std::span<SequenceState* const> states,
+                                             std::span<sampling::SampleResult> samples,
+                                             std::span<sampling::VerifyResult> verified);
 
   model::Model* model_;
   std::unique_ptr<kv::KvStorage> storage_;

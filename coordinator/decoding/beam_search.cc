@@ -74,9 +74,124 @@ bool BeamSearch::IsEos(int32_t token) const {
   return std::find(eos_.begin(), eos_.end(), token) != eos_.end();
 }
 
+int32_t BeamSearch::keep_per_group() const {
+  return std::max<int32_t>(2, 1 + static_cast<int32_t>(eos_.size())) * group_size_;
+}
+
 int32_t BeamSearch::candidates_per_beam() const {
-  const int32_t keep = std::max<int32_t>(2, 1 + static_cast<int32_t>(eos_.size())) * group_size_;
-  return keep + (params_.num_beam_groups > 1 ? params_.num_beams : 0);
+  return keep_per_group() + (params_.num_beam_groups > 1 ? params_.num_beams : 0);
+}
+
+struct BeamSearch::Source {
+  int32_t running = 0;  // index into Step's `candidates` (and running_)
+  float score = 0.0f;
+};
+
+struct BeamSearch::Item {
+  float total;    // beam score + processed score (after the diversity penalty)
+  float key;      // selection order
+  int32_t local;  // the source beam within the group
+  int32_t token;
+};
+
+std::vector<std::vector<BeamSearch::Source>> BeamSearch::GroupSources() const {
+  std::vector<std::vector<Source>> sources(params_.num_beam_groups);
+  if (first_step_) {
+    for (int32_t g = 0; g < params_.num_beam_groups; ++g) {
+      for (int32_t i = 0; i < group_size_; ++i) {
+        sources[g].push_back({0, i == 0 ? 0.0f : kUnusedBeamScore});
+      }
+    }
+  } else {
+    for (int32_t r = 0; r < num_running(); ++r) {
+      sources[running_[r].group].push_back({r, running_[r].score});
+    }
+  }
+  return sources;
+}
+
+std::vector<BeamSearch::Item> BeamSearch::GroupItems(
+    std::span<const Source> sources, std::span<const std::vector<BeamCandidate>> candidates,
+    const absl::flat_hash_map<int32_t, int32_t>& chosen_before) const {
+  std::vector<Item> items;
+  for (int32_t local = 0; local < group_size_; ++local) {
+    const Source& src = sources[local];
+    for (const BeamCandidate& c : candidates[src.running]) {
+      float penalty = 0.0f;
+      if (params_.diversity_penalty > 0.0) {
+        auto it = chosen_before.find(c.token);
+        if (it != chosen_before.end()) {
+          penalty = static_cast<float>(params_.diversity_penalty * it->second);
+        }
+      }
+      const float processed = c.score - penalty;
+      items.push_back({src.score + processed, src.score + (c.key - penalty), local, c.token});
+    }
+  }
+  return items;
+}
+
+void BeamSearch::SelectItems(std::vector<Item>& items) const {
+  // The best `keep` by key; ties by the flattened (beam, token) index, as
+  // a top-k over [group_size * vocab] scores orders them.
+  auto by_key = [](const Item& a, const Item& b) {
+    if (a.key != b.key) return a.key > b.key;
+    if (a.local != b.local) return a.local < b.local;
+    return a.token < b.token;
+  };
+  const size_t n = std::min(items.size(), static_cast<size_t>(keep_per_group()));
+  std::partial_sort(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(n), items.end(),
+                    by_key);
+  items.resize(n);
+  if (params_.do_sample) {
+    // Drawn by key; walked best score first, as transformers sorts them.
+    std::stable_sort(items.begin(), items.end(),
+                     [](const Item& a, const Item& b) { return a.total > b.total; });
+  }
+}
+
+void BeamSearch::ExtendGroup(int32_t g, std::span<const Item> items,
+                             std::span<const Source> sources, std::vector<Beam>& next,
+                             std::vector<BeamMove>& moves) {
+  const int32_t gs = group_size_;
+  int32_t filled = 0;
+  for (size_t rank = 0; rank < items.size() && filled < gs; ++rank) {
+    const Item& item = items[rank];
+    const Beam& from = first_step_ ? running_[0] : running_[sources[item.local].running];
+    if (IsEos(item.token)) {
+      if (static_cast<int32_t>(rank) >= gs) continue;
+      BeamHypothesis h;
+      h.tokens = from.tokens;
+      h.ended_with_eos = true;
+      h.eos_token = item.token;
+      hyps_[g].Add(std::move(h), static_cast<double>(item.total), num_generated_ + 1);
+      continue;
+    }
+    Beam beam;
+    beam.tokens = from.tokens;
+    beam.tokens.push_back(item.token);
+    beam.score = item.total;
+    beam.group = g;
+    next.push_back(std::move(beam));
+    moves.push_back({sources[item.local].running, item.token});
+    ++filled;
+  }
+  CHECK(filled == gs, "group %d filled %d of %d beams from %d candidates", g, filled, gs,
+        items.size());
+  const float best = items.empty() ? kUnusedBeamScore : items[0].total;
+  group_done_[g] = hyps_[g].IsDone(static_cast<double>(best), num_generated_ + 1);
+}
+
+std::vector<BeamMove> BeamSearch::KeepRunning(std::vector<Beam> next,
+                                              std::span<const BeamMove> moves) {
+  running_.clear();
+  std::vector<BeamMove> running_moves;
+  for (size_t i = 0; i < next.size(); ++i) {
+    if (group_done_[next[i].group]) continue;
+    running_.push_back(std::move(next[i]));
+    running_moves.push_back(moves[i]);
+  }
+  return running_moves;
 }
 
 std::vector<BeamMove> BeamSearch::Step(std::span<const std::vector<BeamCandidate>> candidates) {
@@ -84,34 +199,11 @@ std::vector<BeamMove> BeamSearch::Step(std::span<const std::vector<BeamCandidate
   CHECK(candidates.size() == running_.size(), "%d candidate lists for %d running beams",
         candidates.size(), running_.size());
   const int32_t gs = group_size_;
-  const int32_t keep = std::max<int32_t>(2, 1 + static_cast<int32_t>(eos_.size())) * gs;
-
-  // The beams each group extends this step: (index into `candidates`, score).
-  struct Source {
-    int32_t running = 0;
-    float score = 0.0f;
-  };
-  std::vector<std::vector<Source>> sources(params_.num_beam_groups);
-  if (first_step_) {
-    for (int32_t g = 0; g < params_.num_beam_groups; ++g) {
-      for (int32_t i = 0; i < gs; ++i) sources[g].push_back({0, i == 0 ? 0.0f : kUnusedBeamScore});
-    }
-  } else {
-    for (int32_t r = 0; r < num_running(); ++r) {
-      sources[running_[r].group].push_back({r, running_[r].score});
-    }
-  }
-
+  const std::vector<std::vector<Source>> sources = GroupSources();
   // Tokens chosen by earlier groups this step (Hamming diversity).
   absl::flat_hash_map<int32_t, int32_t> chosen_before;
   std::vector<Beam> next;
   std::vector<BeamMove> moves;
-  struct Item {
-    float total;    // beam score + processed score (after the diversity penalty)
-    float key;      // selection order
-    int32_t local;  // the source beam within the group
-    int32_t token;
-  };
   for (int32_t g = 0; g < params_.num_beam_groups; ++g) {
     if (group_done_[g]) {
       // transformers keeps stepping a finished group with pad tokens (the
@@ -121,63 +213,9 @@ std::vector<BeamMove> BeamSearch::Step(std::span<const std::vector<BeamCandidate
     }
     CHECK(static_cast<int32_t>(sources[g].size()) == gs, "group %d has %d running beams, not %d",
           g, sources[g].size(), gs);
-    std::vector<Item> items;
-    for (int32_t local = 0; local < gs; ++local) {
-      const Source& src = sources[g][local];
-      for (const BeamCandidate& c : candidates[src.running]) {
-        float penalty = 0.0f;
-        if (params_.diversity_penalty > 0.0) {
-          auto it = chosen_before.find(c.token);
-          if (it != chosen_before.end()) {
-            penalty = static_cast<float>(params_.diversity_penalty * it->second);
-          }
-        }
-        const float processed = c.score - penalty;
-        items.push_back({src.score + processed, src.score + (c.key - penalty), local, c.token});
-      }
-    }
-    // The best `keep` by key; ties by the flattened (beam, token) index, as
-    // a top-k over [group_size * vocab] scores orders them.
-    auto by_key = [](const Item& a, const Item& b) {
-      if (a.key != b.key) return a.key > b.key;
-      if (a.local != b.local) return a.local < b.local;
-      return a.token < b.token;
-    };
-    const size_t n = std::min(items.size(), static_cast<size_t>(keep));
-    std::partial_sort(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(n), items.end(),
-                      by_key);
-    items.resize(n);
-    if (params_.do_sample) {
-      // Drawn by key; walked best score first, as transformers sorts them.
-      std::stable_sort(items.begin(), items.end(),
-                       [](const Item& a, const Item& b) { return a.total > b.total; });
-    }
-    int32_t filled = 0;
-    for (size_t rank = 0; rank < items.size() && filled < gs; ++rank) {
-      const Item& item = items[rank];
-      const Beam& from = first_step_ ? running_[0] : running_[sources[g][item.local].running];
-      if (IsEos(item.token)) {
-        if (static_cast<int32_t>(rank) >= gs) continue;
-        BeamHypothesis h;
-        h.tokens = from.tokens;
-        h.ended_with_eos = true;
-        h.eos_token = item.token;
-        hyps_[g].Add(std::move(h), static_cast<double>(item.total), num_generated_ + 1);
-        continue;
-      }
-      Beam beam;
-      beam.tokens = from.tokens;
-      beam.tokens.push_back(item.token);
-      beam.score = item.total;
-      beam.group = g;
-      next.push_back(std::move(beam));
-      moves.push_back({sources[g][item.local].running, item.token});
-      ++filled;
-    }
-    CHECK(filled == gs, "group %d filled %d of %d beams from %d candidates", g, filled, gs,
-          items.size());
-    const float best = items.empty() ? kUnusedBeamScore : items[0].total;
-    group_done_[g] = hyps_[g].IsDone(static_cast<double>(best), num_generated_ + 1);
+    std::vector<Item> items = GroupItems(sources[g], candidates, chosen_before);
+    SelectItems(items);
+    ExtendGroup(g, items, sources[g], next, moves);
     for (int32_t i = static_cast<int32_t>(next.size()) - gs; i < static_cast<int32_t>(next.size());
          ++i) {
       ++chosen_before[next[i].tokens.back()];
@@ -185,15 +223,8 @@ std::vector<BeamMove> BeamSearch::Step(std::span<const std::vector<BeamCandidate
   }
   first_step_ = false;
   ++num_generated_;
-
   // Beams of groups that just finished stop running.
-  running_.clear();
-  std::vector<BeamMove> running_moves;
-  for (size_t i = 0; i < next.size(); ++i) {
-    if (group_done_[next[i].group]) continue;
-    running_.push_back(std::move(next[i]));
-    running_moves.push_back(moves[i]);
-  }
+  std::vector<BeamMove> running_moves = KeepRunning(std::move(next), moves);
   done_ = running_.empty() || num_generated_ >= max_new_tokens_;
   return running_moves;
 }

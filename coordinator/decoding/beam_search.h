@@ -29,6 +29,7 @@
 #include <span>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "coordinator/decoding/beam_hypotheses.h"
 
@@ -107,7 +108,35 @@ class BeamSearch {
     int32_t group = 0;
   };
 
+  // Candidates each group keeps per step: max(2, 1 + #EOS) x group_size.
+  int32_t keep_per_group() const;
   bool IsEos(int32_t token) const;
+
+  // Step's parts, in the order it runs them.
+  struct Source;  // a running beam a group extends this step, with its score
+  struct Item;    // one candidate continuation of a group's beam
+  // Per group, the group_size beams it extends: the running beams, or on the
+  // first step group_size copies of the prompt (all but the first at
+  // kUnusedBeamScore).
+  std::vector<std::vector<Source>> GroupSources() const;
+  // Every candidate of a group's `sources` as an Item, its score and key
+  // lowered by diversity_penalty x the count in `chosen_before` (tokens
+  // earlier groups chose this step).
+  std::vector<Item> GroupItems(std::span<const Source> sources,
+                               std::span<const std::vector<BeamCandidate>> candidates,
+                               const absl::flat_hash_map<int32_t, int32_t>& chosen_before) const;
+  // Keeps the best keep_per_group() `items` by key (ties: source beam, then
+  // token); when sampling, orders them by total score (stable).
+  void SelectItems(std::vector<Item>& items) const;
+  // Walks group `g`'s selected `items` best first: an EOS among the first
+  // group_size closes a hypothesis, other tokens append the group's
+  // group_size next beams to `next` (their moves to `moves`); then updates
+  // group_done_[g]. CHECKs that the group filled its beams.
+  void ExtendGroup(int32_t g, std::span<const Item> items, std::span<const Source> sources,
+                   std::vector<Beam>& next, std::vector<BeamMove>& moves);
+  // Makes the beams of `next` whose groups are not done the running beams
+  // and returns their moves.
+  std::vector<BeamMove> KeepRunning(std::vector<Beam> next, std::span<const BeamMove> moves);
 
   const BeamSearchParams params_;
   const std::vector<int32_t> eos_;
