@@ -45,9 +45,11 @@ class StepExecutor {
   // sequences that ask for it. A step with num_draft_tokens = g > 0 gets
   // logits for its last g+1 positions and is verified (SpeculativeVerifier):
   // its result carries the accepted drafts and the token after them. Every
-  // emitted token is appended to the sequence's history. On error (unknown
-  // sequence id, invalid tokens, block ids or draft fields, drafts on a beam
-  // sequence) nothing is sampled and the sequences' histories are unchanged.
+  // emitted token is appended to the sequence's history; beam rows (drafts
+  // included) return candidates instead. On error (a new sequence already
+  // live, an unknown sequence id, invalid tokens, block ids or draft fields)
+  // nothing is sampled and no history grows, but the plan's finished and new
+  // sequences, applied first, stay applied.
   absl::StatusOr<StepResult> Execute(const StepPlan& plan);
 
   int32_t num_live_sequences() const { return static_cast<int32_t>(sequences_.size()); }

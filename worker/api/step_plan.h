@@ -37,11 +37,13 @@ struct SequenceStep {
   std::vector<BlockId> block_table;    // covers [0, start_pos + tokens.size())
   bool sample = false;                 // sample the next token after the last one
   // Speculative verification: the last num_draft_tokens of `tokens` are draft
-  // tokens d_1..d_g, in [0, tokens.size() - 1], g > 0 only with `sample` and
-  // never for beam sequences. The forward computes logits for the last g+1
-  // positions and the worker emits the accepted prefix of the drafts plus one
-  // token (sampling/speculative_verifier.h). Draft K/V past the accepted
-  // prefix stays in the blocks and is overwritten by a later step.
+  // tokens d_1..d_g, in [0, tokens.size() - 1], g > 0 only with `sample`.
+  // The forward computes logits for the last g+1 positions and the worker
+  // emits the accepted prefix of the drafts plus one token
+  // (sampling/speculative_verifier.h); a beam sequence is not verified: it
+  // gets its candidates after the token and after each draft
+  // (SequenceResult::draft_beam_candidates). Draft K/V past what is kept
+  // stays in the blocks and is overwritten by a later step.
   int32_t num_draft_tokens = 0;
   std::vector<sampling::DraftProbs> draft_probs;  // one per draft token: q at d_i
 };
