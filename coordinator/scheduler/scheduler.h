@@ -1,13 +1,16 @@
-// Scheduler: continuous (iteration-level) batching for one worker group. Each
-// Step() builds one StepPlan within a token budget — decode tokens first, then
-// prefill chunks (chunked prefill) of waiting sequences, admitted by free KV
-// blocks in priority-then-FCFS order — runs it on the WorkerGroup, and folds
-// the sampled tokens into requests: detokenization, stop conditions, logprobs.
-// It owns the group's KV bookkeeping (KvManager): allocation, copy-on-write,
-// prefix cache. When blocks run out, the lowest-priority, latest sequence is
+// Scheduler: continuous (iteration-level) batching for one worker group.
+// Each Step() is Schedule() -> WorkerGroup::Step -> Apply(): Schedule builds
+// one StepPlan within a token budget — decode tokens (with their drafts)
+// first, then prefill chunks (chunked prefill) of waiting sequences, admitted
+// by free KV blocks in priority-then-FCFS order — and Apply folds the result
+// into requests with one fold per mode (sampling: detokenization, stop
+// conditions, logprobs; speculative verification; beam search). It owns the
+// group's KV bookkeeping (KvManager): allocation, copy-on-write, prefix
+// cache. When blocks run out, the lowest-priority, latest sequence is
 // preempted and later recomputed (its prefix-cached blocks make that cheap).
 // A request with n > 1 prefills its prompt once and forks n sequences that
-// share the prompt's blocks.
+// share the prompt's blocks. A step the group fails fails the requests it
+// carried with the group's status code.
 //
 // Thread-safety: Submit and Cancel may be called from any thread; Step, the
 // observer callbacks and the accessors run on the scheduler thread.
@@ -17,6 +20,7 @@
 #include <atomic>
 #include <deque>
 #include <optional>
+#include <span>
 #include <memory>
 #include <vector>
 
@@ -204,6 +208,9 @@ class Scheduler {
                       bool probing);
   // Auto gamma before the draft's cost is known: the sequence that probes it.
   Sequence* ChooseProbe() const;
+  // Tells the gamma controller what this step's Propose call cost
+  // (propose_ms_) unless it prefilled a prompt on the draft.
+  void ObserveProposeCost(std::span<const DraftRequest> requests);
   // Verification: the accepted drafts' K/V stays, the rest is truncated,
   // the draft rolls back, and every emitted token is sampled into the
   // sequence in order.

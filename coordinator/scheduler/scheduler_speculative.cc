@@ -120,15 +120,7 @@ void Scheduler::ProposeDrafts() {
   const absl::Time propose_start = absl::Now();
   std::vector<DraftProposal> proposals = draft_pool_->Propose(requests);
   propose_ms_ = absl::ToDoubleMilliseconds(absl::Now() - propose_start);
-  int32_t positions = 0;
-  bool prefill = false;
-  for (const DraftRequest& d : requests) {
-    positions = std::max(positions, d.gamma);
-    // Steady state feeds the draft the last round's accepted tokens and
-    // the correction; more means a prompt (a new or restarted sequence).
-    prefill |= static_cast<int32_t>(d.new_tokens.size()) > d.gamma + 1;
-  }
-  if (!prefill) gamma_controller_.ObserveDraft(positions, propose_ms_);
+  ObserveProposeCost(requests);
   for (size_t i = 0; i < asking.size(); ++i) {
     DraftState& draft = asking[i]->draft;
     DraftProposal& p = proposals[i];
@@ -142,6 +134,18 @@ void Scheduler::ProposeDrafts() {
     draft.proposal.tokens = std::move(p.tokens);
     draft.proposal.probs = std::move(p.probs);
   }
+}
+
+void Scheduler::ObserveProposeCost(std::span<const DraftRequest> requests) {
+  int32_t positions = 0;
+  bool prefill = false;
+  for (const DraftRequest& d : requests) {
+    positions = std::max(positions, d.gamma);
+    // Steady state feeds the draft the last round's accepted tokens and
+    // the correction; more means a prompt (a new or restarted sequence).
+    prefill |= static_cast<int32_t>(d.new_tokens.size()) > d.gamma + 1;
+  }
+  if (!prefill) gamma_controller_.ObserveDraft(positions, propose_ms_);
 }
 
 void Scheduler::ApplyVerify(Sequence* seq, const worker::SequenceResult& result) {
