@@ -143,9 +143,18 @@ std::optional<CommandLineCheck> HelpAsked(const Program& program,
 }  // namespace
 
 std::vector<TakenFlag> FlagsDefinedIn(absl::string_view file) {
+  // Abseil reports a flag's file with its leading path separators removed
+  // (its default normalize_filename), so an absolute __FILE__ — a build
+  // that passes absolute source paths — must be compared the same way.
+  auto normalized = [](absl::string_view path) {
+    const size_t start = path.find_first_not_of("/\\");
+    return start == absl::string_view::npos ? absl::string_view() : path.substr(start);
+  };
   std::vector<TakenFlag> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (flag->Filename() == file) flags.push_back(TakenFlag{std::string(name), ""});
+    if (normalized(flag->Filename()) == normalized(file)) {
+      flags.push_back(TakenFlag{std::string(name), ""});
+    }
   }
   std::sort(flags.begin(), flags.end(),
             [](const TakenFlag& a, const TakenFlag& b) { return a.name < b.name; });

@@ -43,6 +43,17 @@ TEST(FlagHelpTest, FlagsDefinedInAFileAreItsFlagsByName) {
   EXPECT_EQ(names, (std::vector<std::string>{"fh_addr", "fh_count", "fh_name", "fh_verbose"}));
 }
 
+// A build may pass relative or absolute source paths (so __FILE__ is either);
+// Abseil strips a flag file's leading separators, and the match must too.
+TEST(FlagHelpTest, FlagsDefinedInMatchesRelativeAndAbsolutePaths) {
+  const std::string file = __FILE__;
+  const size_t start = file.find_first_not_of('/');
+  const std::string relative = file.substr(start);
+  EXPECT_EQ(FlagsDefinedIn("/" + relative).size(), 4u);
+  EXPECT_EQ(FlagsDefinedIn("//" + relative).size(), 4u);
+  EXPECT_EQ(FlagsDefinedIn(relative).size(), 4u);
+}
+
 TEST(FlagHelpTest, CommandHelpListsEachFlagOnOneLineWithItsDefault) {
   const Program program = TwoCommands();
   const std::string go = CommandHelp(program, program.commands[0]);
