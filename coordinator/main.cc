@@ -21,12 +21,13 @@
 // Shutdown: health NOT_SERVING, refuse new requests (UNAVAILABLE), server
 // Shutdown with a 10 s grace deadline for in-flight streams, stop discovery,
 // join the scheduler threads, exit 0.
-#include <pthread.h>
-
-#include <csignal>
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -34,6 +35,8 @@
 #include "absl/strings/str_join.h"
 #include "common/flag_help.h"
 #include "common/grpc_server.h"
+#include "common/server_lifecycle.h"
+#include "common/status_macros.h"
 #include "coordinator/cluster/discovery.h"
 #include "coordinator/cluster/draft_pool_set.h"
 #include "coordinator/cluster/draft_worker_set.h"
@@ -55,9 +58,7 @@
 #include "engine/model/model.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/health_check_service_interface.h"
 
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on");
 ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one)");
@@ -95,59 +96,203 @@ namespace {
 
 using namespace tandem;  // NOLINT: a main file
 
+using coordinator::WorkerGroupPool;
+
+constexpr char kProcess[] = "tandem-coordinator";
+constexpr char kServiceName[] = "tandem.v1.Inference";
+// In-flight streams get this long after SIGTERM.
+constexpr absl::Duration kDrainGrace = absl::Seconds(10);
+
 int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
+  std::fprintf(stderr, "%s: %s\n", kProcess, s.ToString().c_str());
   return 1;
 }
 
+// Everything the flags say, validated before the model or a worker is
+// touched (what depends on the served model is checked once it is known).
+struct CoordinatorConfig {
+  std::string host;
+  int32_t port = 0;
+  std::string model_path;  // the tokenizer's GGUF; the model's too with --local
+  bool local = false;
+  std::string worker_spec;  // --worker as given, for errors
+  std::vector<coordinator::Target> worker_targets;
+  std::string draft_spec;  // --draft as given, for errors
+  std::vector<coordinator::Target> draft_targets;
+  absl::Duration resolve_interval;
+  absl::Duration connect_timeout;
+  absl::Duration draft_timeout;
+  coordinator::SchedulerConfig scheduler;
+  int64_t affinity_max_extra_load = 0;  // the RouterConfig's; its block size is the model's
+  coordinator::SpeculationConfig speculation;
+  // --speculative: a draft in this process (only without --draft).
+  std::optional<draft::SpeculativeSpec> speculative;
+  // --local only: the in-process worker group.
+  int32_t threads = 0;
+  int32_t block_size = 16;
+  int32_t kv_blocks = 0;
+  int64_t kv_cache_bytes = 0;
+};
+
+// --model, --local / --worker, --draft, --port and --resolve-interval-ms.
+absl::Status ReadServingFlags(CoordinatorConfig& config) {
+  config.model_path = absl::GetFlag(FLAGS_model);
+  config.worker_spec = absl::GetFlag(FLAGS_worker);
+  config.draft_spec = absl::GetFlag(FLAGS_draft);
+  config.local = absl::GetFlag(FLAGS_local);
+  if (config.model_path.empty()) {
+    return absl::InvalidArgumentError("--model PATH is required (the tokenizer comes from it)");
+  }
+  if (config.local == !config.worker_spec.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --worker TARGET or --local");
+  }
+  config.host = absl::GetFlag(FLAGS_host);
+  config.port = absl::GetFlag(FLAGS_port);
+  if (config.port < 0 || config.port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--port %d is out of range: must be in [0, 65535]", config.port));
+  }
+  const int32_t resolve_interval_ms = absl::GetFlag(FLAGS_resolve_interval_ms);
+  if (resolve_interval_ms < 100 || resolve_interval_ms > 3600000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--resolve-interval-ms %d is out of range: must be in [100, 3600000]",
+        resolve_interval_ms));
+  }
+  config.resolve_interval = absl::Milliseconds(resolve_interval_ms);
+  ASSIGN_OR_RETURN(config.worker_targets, coordinator::ParseTargetList(config.worker_spec));
+  if (!config.local && config.worker_targets.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--worker '%s' names no target", config.worker_spec));
+  }
+  ASSIGN_OR_RETURN(config.draft_targets, coordinator::ParseTargetList(config.draft_spec));
+  config.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_s));
+  return absl::OkStatus();
+}
+
+// The scheduler's flags, the --local worker group's and the --block-size range.
+absl::Status ReadSchedulingFlags(CoordinatorConfig& config) {
+  config.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens);
+  config.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_seqs);
+  config.scheduler.enable_prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
+  RETURN_IF_ERROR(coordinator::ValidateSchedulerConfig(config.scheduler));
+  config.affinity_max_extra_load = absl::GetFlag(FLAGS_affinity_max_extra_load);
+  config.threads = absl::GetFlag(FLAGS_threads);
+  config.block_size = absl::GetFlag(FLAGS_block_size);
+  config.kv_blocks = absl::GetFlag(FLAGS_kv_blocks);
+  config.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
+  if (config.local && (config.block_size < 1 || config.block_size > 1024)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--block-size %d is out of range: must be in [1, 1024]", config.block_size));
+  }
+  return absl::OkStatus();
+}
+
+// --num-speculative-tokens, --speculative (which excludes --draft) and
+// --draft-timeout-ms.
+absl::Status ReadSpeculationFlags(CoordinatorConfig& config) {
+  ASSIGN_OR_RETURN(config.speculation.num_speculative_tokens,
+                   coordinator::ParseNumSpeculativeTokens(
+                       absl::GetFlag(FLAGS_num_speculative_tokens)));
+  const std::string speculative = absl::GetFlag(FLAGS_speculative);
+  if (!speculative.empty() && !config.draft_targets.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--speculative %s and --draft %s both choose the draft: give one", speculative,
+        config.draft_spec));
+  }
+  const int32_t draft_timeout_ms = absl::GetFlag(FLAGS_draft_timeout_ms);
+  if (draft_timeout_ms < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--draft-timeout-ms %d is out of range: must be >= 1", draft_timeout_ms));
+  }
+  config.draft_timeout = absl::Milliseconds(draft_timeout_ms);
+  if (!speculative.empty()) {
+    ASSIGN_OR_RETURN(config.speculative, draft::ParseSpeculativeSpec(speculative));
+  }
+  return absl::OkStatus();
+}
+
+// Reads and validates every flag; INVALID_ARGUMENT naming the first bad one.
+absl::StatusOr<CoordinatorConfig> ReadConfig() {
+  CoordinatorConfig config;
+  RETURN_IF_ERROR(ReadServingFlags(config));
+  RETURN_IF_ERROR(ReadSchedulingFlags(config));
+  RETURN_IF_ERROR(ReadSpeculationFlags(config));
+  return config;
+}
+
+// Everything the coordinator runs. Members are declared in the order they
+// are built, so that destruction (reverse) takes each down before what it
+// uses: discovery before the pool it updates, the pool (its scheduler
+// threads) before the service they report to and the --local model.
+struct Coordinator {
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  std::unique_ptr<model::Model> model;  // --local only
+  std::unique_ptr<coordinator::DraftWorkerSet> drafts;
+  std::unique_ptr<coordinator::InferenceService> service;
+  std::unique_ptr<WorkerGroupPool> pool;
+  std::unique_ptr<coordinator::Discovery> worker_discovery;  // --worker only
+  std::unique_ptr<coordinator::Discovery> draft_discovery;   // --draft only
+
+  // Stops discovery and joins every scheduler thread; call once no request
+  // is in flight (the server drained). Idempotent.
+  void Stop() {
+    if (worker_discovery != nullptr) worker_discovery->Shutdown();
+    if (draft_discovery != nullptr) draft_discovery->Shutdown();
+    pool.reset();
+  }
+  ~Coordinator() { Stop(); }
+};
+
+// The served model's tokenizer, from the GGUF at `model_path`.
+absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(
+    const std::string& model_path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(model_path));
+  ASSIGN_OR_RETURN(tokenizer::Vocab vocab, tokenizer::LoadVocabFromGguf(*file));
+  return tokenizer::Tokenizer::Create(std::move(vocab));
+}
+
 // The in-process group of --local mode (the model is kept alive beside it).
-absl::StatusOr<coordinator::WorkerGroupPool::Connected> MakeLocalGroup(
-    const std::string& model_path, const tokenizer::Tokenizer& tok,
+absl::StatusOr<WorkerGroupPool::Connected> MakeLocalGroup(
+    const CoordinatorConfig& config, const tokenizer::Tokenizer& tok,
     std::unique_ptr<model::Model>* model_out) {
   model::ModelOptions model_options;
-  model_options.num_threads = absl::GetFlag(FLAGS_threads);
-  absl::StatusOr<std::unique_ptr<model::Model>> model = model::Model::Load(model_path, model_options);
-  if (!model.ok()) return model.status();
-  const int32_t block_size = absl::GetFlag(FLAGS_block_size);
-  if (block_size < 1 || block_size > 1024) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--block-size %d is out of range: must be in [1, 1024]", block_size));
-  }
-  worker::StepExecutorConfig config;
-  config.block_size = block_size;
-  config.eos_token_ids = tok.EndOfGenerationIds();
-  absl::StatusOr<int32_t> num_blocks = model::NumKvBlocks(
-      **model, block_size, absl::GetFlag(FLAGS_kv_blocks), absl::GetFlag(FLAGS_kv_cache_bytes));
-  if (!num_blocks.ok()) return num_blocks.status();
-  config.num_blocks = *num_blocks;
-  absl::StatusOr<std::unique_ptr<coordinator::LocalWorkerGroup>> group =
-      coordinator::LocalWorkerGroup::Create(model->get(), config);
-  if (!group.ok()) return group.status();
-  *model_out = *std::move(model);
-  return coordinator::WorkerGroupPool::Connected{std::move(*group), nullptr};
+  model_options.num_threads = config.threads;
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model,
+                   model::Model::Load(config.model_path, model_options));
+  worker::StepExecutorConfig exec_config;
+  exec_config.block_size = config.block_size;
+  exec_config.eos_token_ids = tok.EndOfGenerationIds();
+  ASSIGN_OR_RETURN(exec_config.num_blocks,
+                   model::NumKvBlocks(*model, config.block_size, config.kv_blocks,
+                                      config.kv_cache_bytes));
+  ASSIGN_OR_RETURN(std::unique_ptr<coordinator::LocalWorkerGroup> group,
+                   coordinator::LocalWorkerGroup::Create(model.get(), exec_config));
+  *model_out = std::move(model);
+  return WorkerGroupPool::Connected{std::move(group), nullptr};
 }
 
 // Connects a tandem-worker group (the pool's connector).
-absl::StatusOr<coordinator::WorkerGroupPool::Connected> ConnectRemote(const std::string& address,
-                                                                      absl::Duration timeout) {
-  absl::StatusOr<std::unique_ptr<coordinator::GrpcWorkerGroup>> g =
-      coordinator::GrpcWorkerGroup::Connect(address, timeout);
-  if (!g.ok()) return g.status();
-  coordinator::GrpcWorkerGroup* remote = g->get();
-  return coordinator::WorkerGroupPool::Connected{*std::move(g), remote};
+absl::StatusOr<WorkerGroupPool::Connected> ConnectRemote(const std::string& address,
+                                                         absl::Duration timeout) {
+  ASSIGN_OR_RETURN(std::unique_ptr<coordinator::GrpcWorkerGroup> group,
+                   coordinator::GrpcWorkerGroup::Connect(address, timeout));
+  coordinator::GrpcWorkerGroup* remote = group.get();
+  return WorkerGroupPool::Connected{std::move(group), remote};
 }
+
+using NamedGroup = std::pair<std::string, WorkerGroupPool::Connected>;
 
 // Start-up: resolves `discovery`'s targets and connects until one group
 // answers (the model's geometry comes from it), within `timeout`. The
 // others are connected by the pool's first Reconcile.
-absl::StatusOr<std::pair<std::string, coordinator::WorkerGroupPool::Connected>> ConnectFirst(
-    coordinator::Discovery& discovery, absl::Duration timeout, const std::string& spec) {
+absl::StatusOr<NamedGroup> ConnectFirst(coordinator::Discovery& discovery,
+                                        absl::Duration timeout, const std::string& spec) {
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status last = absl::NotFoundError("no address resolved");
   while (true) {
     for (const std::string& address : discovery.Resolve()) {
       absl::Duration left = std::max(deadline - absl::Now(), absl::Milliseconds(100));
-      absl::StatusOr<coordinator::WorkerGroupPool::Connected> c =
+      absl::StatusOr<WorkerGroupPool::Connected> c =
           ConnectRemote(address, std::min(left, absl::Seconds(5)));
       if (c.ok()) return std::make_pair(address, *std::move(c));
       last = c.status();
@@ -160,203 +305,140 @@ absl::StatusOr<std::pair<std::string, coordinator::WorkerGroupPool::Connected>> 
       absl::FormatDuration(timeout), last.ToString()));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const tandem::Program program{
-      "tandem-coordinator",
-      {{"", "--model M.gguf (--worker TARGET[,TARGET...] | --local) [flags]",
-        "The public Inference gRPC server of a tandem cluster",
-        tandem::FlagsDefinedIn(__FILE__)}}};
-  tandem::ParseCommandLineOrExit(program, argc, argv);
-
-  // Block the shutdown signals before any thread starts so that every thread
-  // inherits the mask and only sigwait() below receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  const std::string model_path = absl::GetFlag(FLAGS_model);
-  const std::string worker_spec = absl::GetFlag(FLAGS_worker);
-  const std::string draft_spec = absl::GetFlag(FLAGS_draft);
-  const bool local = absl::GetFlag(FLAGS_local);
-  if (model_path.empty()) {
-    return Fail(absl::InvalidArgumentError("--model PATH is required (the tokenizer comes from it)"));
+// The first worker group, which fixes the served model's geometry (every
+// later one must match it, WorkerGroupPool::Add): the in-process one with
+// --local (loading c.model), else the first --worker target to answer (c's
+// worker discovery is created for that, not started).
+absl::StatusOr<NamedGroup> FirstGroup(const CoordinatorConfig& config, Coordinator& c) {
+  if (config.local) {
+    ASSIGN_OR_RETURN(WorkerGroupPool::Connected group,
+                     MakeLocalGroup(config, *c.tok, &c.model));
+    return std::make_pair(std::string("local"), std::move(group));
   }
-  if (local == !worker_spec.empty()) {
-    return Fail(absl::InvalidArgumentError("give exactly one of --worker TARGET or --local"));
-  }
-  const int32_t port = absl::GetFlag(FLAGS_port);
-  if (port < 0 || port > 65535) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("--port %d is out of range: must be in [0, 65535]", port)));
-  }
-  const int32_t resolve_interval_ms = absl::GetFlag(FLAGS_resolve_interval_ms);
-  if (resolve_interval_ms < 100 || resolve_interval_ms > 3600000) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat(
-        "--resolve-interval-ms %d is out of range: must be in [100, 3600000]",
-        resolve_interval_ms)));
-  }
-  const absl::Duration resolve_interval = absl::Milliseconds(resolve_interval_ms);
-  absl::StatusOr<std::vector<coordinator::Target>> worker_targets =
-      coordinator::ParseTargetList(worker_spec);
-  if (!worker_targets.ok()) return Fail(worker_targets.status());
-  if (!local && worker_targets->empty()) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("--worker '%s' names no target", worker_spec)));
-  }
-  absl::StatusOr<std::vector<coordinator::Target>> draft_targets =
-      coordinator::ParseTargetList(draft_spec);
-  if (!draft_targets.ok()) return Fail(draft_targets.status());
+  const absl::Duration interval = config.resolve_interval;
+  c.worker_discovery = std::make_unique<coordinator::Discovery>(
+      "worker group", config.worker_targets, interval,
+      [&c, interval](const std::vector<std::string>& addresses) {
+        c.pool->Reconcile(addresses, std::min(interval, absl::Seconds(2)));
+      });
+  return ConnectFirst(*c.worker_discovery, config.connect_timeout, config.worker_spec);
+}
 
-  absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file = gguf::GgufFile::Open(model_path);
-  if (!file.ok()) return Fail(file.status());
-  absl::StatusOr<tokenizer::Vocab> vocab = tokenizer::LoadVocabFromGguf(**file);
-  if (!vocab.ok()) return Fail(vocab.status());
-  absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> tok =
-      tokenizer::Tokenizer::Create(*std::move(vocab));
-  if (!tok.ok()) return Fail(tok.status());
+// The deployment's draft pools: one per scheduler thread, from the draft
+// workers (--draft), from a proposer in this process (--speculative; its
+// kind goes to `local_draft_kind`) or none (null maker).
+using DraftPoolMaker = std::function<std::unique_ptr<coordinator::DraftPool>()>;
 
-  coordinator::SchedulerConfig sched_config;
-  sched_config.max_num_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens);
-  sched_config.max_num_seqs = absl::GetFlag(FLAGS_max_seqs);
-  sched_config.enable_prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
-  if (absl::Status s = coordinator::ValidateSchedulerConfig(sched_config); !s.ok()) return Fail(s);
-
-  // The first group fixes the served model's geometry; every later one must
-  // match it (WorkerGroupPool::Add).
-  std::unique_ptr<model::Model> model;
-  std::string first_name = "local";
-  absl::StatusOr<coordinator::WorkerGroupPool::Connected> first;
-  std::unique_ptr<coordinator::WorkerGroupPool> pool;
-  std::unique_ptr<coordinator::Discovery> worker_discovery;
-  if (local) {
-    first = MakeLocalGroup(model_path, **tok, &model);
-  } else {
-    worker_discovery = std::make_unique<coordinator::Discovery>(
-        "worker group", *worker_targets, resolve_interval,
-        [&pool, resolve_interval](const std::vector<std::string>& addresses) {
-          pool->Reconcile(addresses, std::min(resolve_interval, absl::Seconds(2)));
-        });
-    absl::StatusOr<std::pair<std::string, coordinator::WorkerGroupPool::Connected>> connected =
-        ConnectFirst(*worker_discovery, absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_s)),
-                     worker_spec);
-    if (connected.ok()) {
-      first_name = connected->first;
-      first = std::move(connected->second);
-    } else {
-      first = connected.status();
-    }
+absl::StatusOr<DraftPoolMaker> DeploymentDraftPools(
+    const CoordinatorConfig& config, const coordinator::WorkerGroupInfo& info,
+    const tokenizer::Tokenizer& tok, coordinator::DraftWorkerSet* drafts,
+    std::string* local_draft_kind) {
+  if (!config.draft_targets.empty()) {
+    const absl::Duration timeout = config.draft_timeout;
+    return DraftPoolMaker([drafts, timeout] {
+      return std::unique_ptr<coordinator::DraftPool>(
+          std::make_unique<coordinator::GrpcDraftPool>(drafts, timeout));
+    });
   }
-  if (!first.ok()) return Fail(first.status());
-  const coordinator::WorkerGroupInfo info = first->group->info();
+  if (!config.speculative.has_value()) return DraftPoolMaker();
+  draft::ProposerOptions po;
+  po.spec = *config.speculative;
+  po.target_model_path = config.model_path;
+  po.block_size = info.block_size;
+  po.eos_token_ids = tok.EndOfGenerationIds();
+  // Fail at start-up, not on the first request.
+  ASSIGN_OR_RETURN(std::unique_ptr<draft::Proposer> probe, draft::MakeProposer(po));
+  *local_draft_kind = draft::DraftKindOfName(probe->info().name);
+  return DraftPoolMaker([po] {
+    absl::StatusOr<std::unique_ptr<draft::Proposer>> p = draft::MakeProposer(po);
+    CHECK(p.ok(), "draft %s failed to load a second time: %s",
+          draft::FormatSpeculativeSpec(po.spec), p.status().ToString());
+    return std::unique_ptr<coordinator::DraftPool>(
+        std::make_unique<coordinator::LocalDraftPool>(*std::move(p)));
+  });
+}
 
+// Builds the service and the pool of worker groups around the first group
+// `first`; speculation uses the deployment's draft inside a DraftPoolSet
+// that adds in-process n-gram drafting for requests naming "ngram".
+absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordinator& c) {
+  const coordinator::WorkerGroupInfo info = first.second.group->info();
   coordinator::RouterConfig router_config;
   router_config.block_size = info.block_size;
-  router_config.affinity_max_extra_load = absl::GetFlag(FLAGS_affinity_max_extra_load);
-  if (absl::Status s = coordinator::ValidateRouterConfig(router_config); !s.ok()) return Fail(s);
-
-  // Speculative decoding: draft workers (--draft) or a draft in this
-  // process (--speculative); one draft pool per group's scheduler thread.
-  coordinator::DraftWorkerSet drafts((*tok)->vocab_size());
-  coordinator::SpeculationConfig speculation;
-  {
-    absl::StatusOr<int32_t> n =
-        coordinator::ParseNumSpeculativeTokens(absl::GetFlag(FLAGS_num_speculative_tokens));
-    if (!n.ok()) return Fail(n.status());
-    speculation.num_speculative_tokens = *n;
-  }
-  const std::string speculative = absl::GetFlag(FLAGS_speculative);
-  if (!speculative.empty() && !draft_targets->empty()) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat(
-        "--speculative %s and --draft %s both choose the draft: give one", speculative,
-        draft_spec)));
-  }
-  const int32_t draft_timeout_ms = absl::GetFlag(FLAGS_draft_timeout_ms);
-  if (draft_timeout_ms < 1) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("--draft-timeout-ms %d is out of range: must be >= 1", draft_timeout_ms)));
-  }
-  // The deployment's draft (none, draft workers or an in-process proposer),
-  // inside a DraftPoolSet that adds in-process n-gram drafting for requests
-  // naming "ngram".
-  std::function<std::unique_ptr<coordinator::DraftPool>()> deployment_pool;
+  router_config.affinity_max_extra_load = config.affinity_max_extra_load;
+  RETURN_IF_ERROR(coordinator::ValidateRouterConfig(router_config));
+  c.drafts = std::make_unique<coordinator::DraftWorkerSet>(c.tok->vocab_size());
   std::string local_draft_kind;
-  if (!draft_targets->empty()) {
-    deployment_pool = [&drafts, draft_timeout_ms] {
-      return std::unique_ptr<coordinator::DraftPool>(std::make_unique<coordinator::GrpcDraftPool>(
-          &drafts, absl::Milliseconds(draft_timeout_ms)));
-    };
-  } else if (!speculative.empty()) {
-    absl::StatusOr<draft::SpeculativeSpec> spec = draft::ParseSpeculativeSpec(speculative);
-    if (!spec.ok()) return Fail(spec.status());
-    draft::ProposerOptions po;
-    po.spec = *spec;
-    po.target_model_path = model_path;
-    po.block_size = info.block_size;
-    po.eos_token_ids = (*tok)->EndOfGenerationIds();
-    // Fail at start-up, not on the first request.
-    absl::StatusOr<std::unique_ptr<draft::Proposer>> probe = draft::MakeProposer(po);
-    if (!probe.ok()) return Fail(probe.status());
-    local_draft_kind = draft::DraftKindOfName((*probe)->info().name);
-    deployment_pool = [po] {
-      absl::StatusOr<std::unique_ptr<draft::Proposer>> p = draft::MakeProposer(po);
-      CHECK(p.ok(), "draft %s failed to load a second time: %s",
-            draft::FormatSpeculativeSpec(po.spec), p.status().ToString());
-      return std::unique_ptr<coordinator::DraftPool>(
-          std::make_unique<coordinator::LocalDraftPool>(*std::move(p)));
-    };
-  }
+  ASSIGN_OR_RETURN(DraftPoolMaker deployment_pool,
+                   DeploymentDraftPools(config, info, *c.tok, c.drafts.get(), &local_draft_kind));
   auto make_ngram = coordinator::NgramDraftPoolMaker(info.block_size, info.vocab_size,
-                                                     (*tok)->EndOfGenerationIds());
-  coordinator::WorkerGroupPool::DraftPoolFactory draft_pools = [deployment_pool, make_ngram] {
+                                                     c.tok->EndOfGenerationIds());
+  WorkerGroupPool::DraftPoolFactory draft_pools = [deployment_pool, make_ngram] {
     return std::unique_ptr<coordinator::DraftPool>(std::make_unique<coordinator::DraftPoolSet>(
         deployment_pool ? deployment_pool() : nullptr, make_ngram));
   };
+  c.service = std::make_unique<coordinator::InferenceService>(c.tok.get(), info);
+  c.pool = std::make_unique<WorkerGroupPool>(config.scheduler, router_config, c.tok.get(),
+                                             c.service.get(), ConnectRemote, draft_pools,
+                                             config.speculation);
+  RETURN_IF_ERROR(c.pool->Add(first.first, std::move(first.second)));
+  c.service->set_pool(c.pool.get(), c.drafts.get());
+  c.service->set_local_draft_kind(local_draft_kind);
+  return absl::OkStatus();
+}
 
-  coordinator::InferenceService service(tok->get(), info);
-  pool = std::make_unique<coordinator::WorkerGroupPool>(sched_config, router_config, tok->get(),
-                                                        &service, ConnectRemote, draft_pools,
-                                                        speculation);
-  if (absl::Status s = pool->Add(first_name, *std::move(first)); !s.ok()) return Fail(s);
-  service.set_pool(pool.get(), &drafts);
-  service.set_local_draft_kind(local_draft_kind);
-  std::unique_ptr<coordinator::Discovery> draft_discovery;
-  if (!draft_targets->empty()) {
-    draft_discovery = std::make_unique<coordinator::Discovery>(
-        "draft worker", *draft_targets, resolve_interval,
-        [&drafts, resolve_interval](const std::vector<std::string>& addresses) {
-          drafts.Reconcile(addresses, std::min(resolve_interval, absl::Seconds(2)));
+// Starts re-resolving the --draft and --worker targets.
+void StartDiscovery(const CoordinatorConfig& config, Coordinator& c) {
+  if (!config.draft_targets.empty()) {
+    const absl::Duration interval = config.resolve_interval;
+    coordinator::DraftWorkerSet* drafts = c.drafts.get();
+    c.draft_discovery = std::make_unique<coordinator::Discovery>(
+        "draft worker", config.draft_targets, interval,
+        [drafts, interval](const std::vector<std::string>& addresses) {
+          drafts->Reconcile(addresses, std::min(interval, absl::Seconds(2)));
         });
-    draft_discovery->Start();
+    c.draft_discovery->Start();
   }
-  if (worker_discovery != nullptr) worker_discovery->Start();
-  auto shutdown_loops = [&] {
-    if (worker_discovery != nullptr) worker_discovery->Shutdown();
-    if (draft_discovery != nullptr) draft_discovery->Shutdown();
-    pool.reset();
-  };
+  if (c.worker_discovery != nullptr) c.worker_discovery->Start();
+}
 
+// Builds everything `c` holds, ready to serve: the tokenizer, the first
+// worker group, the pool, the service, and discovery running.
+absl::Status BuildCoordinator(const CoordinatorConfig& config, Coordinator& c) {
+  ASSIGN_OR_RETURN(c.tok, LoadTokenizer(config.model_path));
+  ASSIGN_OR_RETURN(NamedGroup first, FirstGroup(config, c));
+  RETURN_IF_ERROR(BuildPool(config, std::move(first), c));
+  StartDiscovery(config, c);
+  return absl::OkStatus();
+}
+
+// Serves Inference until SIGTERM or SIGINT, then drains: the service stops
+// admitting, in-flight streams get kDrainGrace, and `c` stops. The process
+// exit code.
+int Serve(const CoordinatorConfig& config, Coordinator& c) {
   absl::StatusOr<GrpcServer> started =
-      StartGrpcServer(absl::GetFlag(FLAGS_host), port, {&service}, {"tandem.v1.Inference"});
-  if (!started.ok()) {
-    shutdown_loops();
-    return Fail(started.status());
-  }
-  std::unique_ptr<grpc::Server> server = std::move(started->server);
-  std::printf("tandem-coordinator listening on %s\n", started->address.c_str());
-  std::fflush(stdout);
-
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  std::fprintf(stderr, "tandem-coordinator: %s received, draining\n", strsignal(signal_number));
-  server->GetHealthCheckService()->SetServingStatus(false);
-  service.StopAdmitting();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  server->Wait();
-  shutdown_loops();
-  std::fprintf(stderr, "tandem-coordinator: stopped\n");
+      StartGrpcServer(config.host, config.port, {c.service.get()}, {kServiceName});
+  if (!started.ok()) return Fail(started.status());
+  AnnounceListening(kProcess, started->address);
+  ServeUntilShutdownSignal(kProcess, *started->server, kDrainGrace,
+                           [&c] { c.service->StopAdmitting(); });
+  c.Stop();
+  std::fprintf(stderr, "%s: stopped\n", kProcess);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BlockShutdownSignals();
+  const Program program{
+      kProcess,
+      {{"", "--model M.gguf (--worker TARGET[,TARGET...] | --local) [flags]",
+        "The public Inference gRPC server of a tandem cluster", FlagsDefinedIn(__FILE__)}}};
+  ParseCommandLineOrExit(program, argc, argv);
+  absl::StatusOr<CoordinatorConfig> config = ReadConfig();
+  if (!config.ok()) return Fail(config.status());
+  Coordinator coordinator;
+  if (absl::Status s = BuildCoordinator(*config, coordinator); !s.ok()) return Fail(s);
+  return Serve(*config, coordinator);
 }

@@ -29,10 +29,6 @@
 // On SIGTERM/SIGINT: health → NOT_SERVING, Propose refuses new work, the
 // server shuts down with a 5 s deadline (in-flight calls finish or are
 // cancelled), and the process exits 0.
-#include <pthread.h>
-#include <signal.h>
-
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -43,15 +39,14 @@
 #include "absl/strings/str_format.h"
 #include "common/flag_help.h"
 #include "common/grpc_server.h"
+#include "common/server_lifecycle.h"
+#include "common/status_macros.h"
 #include "draft/draft_service.h"
 #include "draft/api/proposer.h"
 #include "draft/proposer_factory.h"
 #include "draft/api/speculative_spec.h"
 #include "engine/kv/kv_manager.h"
 #include "engine/model/model.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/grpcpp.h"
-#include "grpcpp/health_check_service_interface.h"
 
 ABSL_FLAG(std::string, speculative, "model",
           "Draft kind: model (the GGUF at --model), layer-skip:L (the first L layers of the "
@@ -73,112 +68,137 @@ ABSL_FLAG(int32_t, vocab_size, 0,
 
 namespace {
 
+using namespace tandem;  // NOLINT: a main file
+
+constexpr char kProcess[] = "tandem-draft";
 constexpr char kServiceName[] = "tandem.v1.Draft";
+// In-flight Propose / Release calls get this long after SIGTERM.
+constexpr absl::Duration kDrainGrace = absl::Seconds(5);
+
+// Everything the flags say, validated before anything is loaded.
+struct DraftConfig {
+  std::string host;
+  int32_t port = 0;
+  std::string precision;  // "fast" or "reference", as given (for the log)
+  draft::ProposerOptions proposer;
+};
+
 int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "tandem-draft: %s\n", status.ToString().c_str());
+  std::fprintf(stderr, "%s: %s\n", kProcess, status.ToString().c_str());
   return 1;
+}
+
+// The GGUF to load: --model, or the PATH of --speculative model:PATH (they
+// must agree when both are given); "" only for ngram, which needs none.
+absl::StatusOr<std::string> DraftModelPath(const draft::SpeculativeSpec& spec) {
+  std::string model_path = absl::GetFlag(FLAGS_model);
+  if (!spec.model_path.empty()) {
+    if (!model_path.empty() && model_path != spec.model_path) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--speculative model:%s and --model %s name different draft models: give one",
+          spec.model_path, model_path));
+    }
+    model_path = spec.model_path;
+  }
+  if (model_path.empty() && spec.kind != draft::ProposerKind::kNgram) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--model is required for --speculative %s (%s)", absl::GetFlag(FLAGS_speculative),
+        spec.kind == draft::ProposerKind::kLayerSkip ? "the target's GGUF" : "the draft GGUF"));
+  }
+  return model_path;
+}
+
+// --threads and --precision; INVALID_ARGUMENT naming the flag.
+absl::StatusOr<model::ModelOptions> ModelOptionsFromFlags() {
+  model::ModelOptions options;
+  const int32_t threads = absl::GetFlag(FLAGS_threads);
+  if (threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--threads %d is negative: must be >= 0 (0 = every core)", threads));
+  }
+  options.num_threads = threads;
+  const std::string precision = absl::GetFlag(FLAGS_precision);
+  if (precision == "reference") {
+    options.precision = model::Precision::kReference;
+  } else if (precision != "fast") {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--precision '%s' must be fast or reference", precision));
+  }
+  return options;
+}
+
+// Reads and validates every flag; INVALID_ARGUMENT naming the first bad one.
+absl::StatusOr<DraftConfig> ReadConfig() {
+  DraftConfig config;
+  ASSIGN_OR_RETURN(config.proposer.spec,
+                   draft::ParseSpeculativeSpec(absl::GetFlag(FLAGS_speculative)));
+  ASSIGN_OR_RETURN(config.proposer.target_model_path, DraftModelPath(config.proposer.spec));
+  config.host = absl::GetFlag(FLAGS_host);
+  if (config.host.empty()) return absl::InvalidArgumentError("--host is empty");
+  config.port = absl::GetFlag(FLAGS_port);
+  if (config.port < 0 || config.port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--port %d is out of range: must be in [0, 65535]", config.port));
+  }
+  const int32_t block_size = absl::GetFlag(FLAGS_block_size);
+  if (block_size < 1 || block_size > kv::kMaxBlockSize) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--block-size %d is out of range: must be in [1, %d]", block_size, kv::kMaxBlockSize));
+  }
+  ASSIGN_OR_RETURN(config.proposer.model_options, ModelOptionsFromFlags());
+  config.precision = absl::GetFlag(FLAGS_precision);
+  config.proposer.block_size = block_size;
+  config.proposer.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
+  config.proposer.vocab_size = absl::GetFlag(FLAGS_vocab_size);
+  config.proposer.ngram_min_n = absl::GetFlag(FLAGS_ngram_min);
+  config.proposer.ngram_max_n = absl::GetFlag(FLAGS_ngram_max);
+  return config;
+}
+
+// One stderr line describing the draft being served.
+void LogProposer(const draft::ProposerInfo& info, const DraftConfig& config) {
+  if (info.kind == draft::ProposerKind::kNgram) {
+    std::fprintf(stderr, "%s: %s (suffixes of %d..%d tokens), vocabulary %d, up to %d "
+                 "sequences\n", kProcess, info.name.c_str(), config.proposer.ngram_min_n,
+                 config.proposer.ngram_max_n, info.vocab_size, info.max_sequences);
+  } else {
+    std::fprintf(stderr, "%s: %s %s, %d KV blocks of %d tokens, precision %s\n", kProcess,
+                 std::string(draft::ProposerKindName(info.kind)).c_str(), info.name.c_str(),
+                 info.max_sequences, config.proposer.block_size, config.precision.c_str());
+  }
+}
+
+// Builds the proposer (loading its model), serves Draft until SIGTERM or
+// SIGINT and drains. The process exit code: 0 after a drain, 1 when the
+// proposer or the server cannot start.
+int Serve(const DraftConfig& config) {
+  absl::StatusOr<std::unique_ptr<draft::Proposer>> proposer =
+      draft::MakeProposer(config.proposer);
+  if (!proposer.ok()) return Fail(proposer.status());
+  const draft::ProposerInfo info = (*proposer)->info();
+  draft::DraftService service(*std::move(proposer));
+  absl::StatusOr<GrpcServer> started =
+      StartGrpcServer(config.host, config.port, {&service}, {kServiceName});
+  if (!started.ok()) return Fail(started.status());
+  LogProposer(info, config);
+  AnnounceListening(kProcess, started->address);
+  ServeUntilShutdownSignal(kProcess, *started->server, kDrainGrace,
+                           [&service] { service.SetServing(false); });
+  std::fprintf(stderr, "%s: stopped\n", kProcess);
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  sigset_t shutdown_signals;
-  sigemptyset(&shutdown_signals);
-  sigaddset(&shutdown_signals, SIGTERM);
-  sigaddset(&shutdown_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
-
-  const tandem::Program program{
-      "tandem-draft",
+  BlockShutdownSignals();
+  const Program program{
+      kProcess,
       {{"", "[--speculative model|ngram|layer-skip:L] [--model PATH] [flags]",
         "A draft worker for speculative decoding: serves tandem.v1.Draft",
-        tandem::FlagsDefinedIn(__FILE__)}}};
-  tandem::ParseCommandLineOrExit(program, argc, argv);
-  absl::StatusOr<tandem::draft::SpeculativeSpec> spec =
-      tandem::draft::ParseSpeculativeSpec(absl::GetFlag(FLAGS_speculative));
-  if (!spec.ok()) return Fail(spec.status());
-  std::string model_path = absl::GetFlag(FLAGS_model);
-  if (!spec->model_path.empty()) {
-    if (!model_path.empty() && model_path != spec->model_path) {
-      return Fail(absl::InvalidArgumentError(absl::StrFormat(
-          "--speculative model:%s and --model %s name different draft models: give one",
-          spec->model_path, model_path)));
-    }
-    model_path = spec->model_path;
-  }
-  if (model_path.empty() && spec->kind != tandem::draft::ProposerKind::kNgram) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat(
-        "--model is required for --speculative %s (%s)", absl::GetFlag(FLAGS_speculative),
-        spec->kind == tandem::draft::ProposerKind::kLayerSkip ? "the target's GGUF"
-                                                              : "the draft GGUF")));
-  }
-  const std::string host = absl::GetFlag(FLAGS_host);
-  if (host.empty()) return Fail(absl::InvalidArgumentError("--host is empty"));
-  const int32_t port = absl::GetFlag(FLAGS_port);
-  if (port < 0 || port > 65535) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("--port %d is out of range: must be in [0, 65535]", port)));
-  }
-  const int32_t block_size = absl::GetFlag(FLAGS_block_size);
-  if (block_size < 1 || block_size > tandem::kv::kMaxBlockSize) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat(
-        "--block-size %d is out of range: must be in [1, %d]", block_size,
-        tandem::kv::kMaxBlockSize)));
-  }
-  const int32_t threads = absl::GetFlag(FLAGS_threads);
-  if (threads < 0) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("--threads %d is negative: must be >= 0 (0 = every core)", threads)));
-  }
-  tandem::model::ModelOptions model_options;
-  model_options.num_threads = threads;
-  const std::string precision = absl::GetFlag(FLAGS_precision);
-  if (precision == "reference") {
-    model_options.precision = tandem::model::Precision::kReference;
-  } else if (precision != "fast") {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("--precision '%s' must be fast or reference", precision)));
-  }
-
-  tandem::draft::ProposerOptions options;
-  options.spec = *spec;
-  options.target_model_path = model_path;
-  options.model_options = model_options;
-  options.block_size = block_size;
-  options.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
-  options.vocab_size = absl::GetFlag(FLAGS_vocab_size);
-  options.ngram_min_n = absl::GetFlag(FLAGS_ngram_min);
-  options.ngram_max_n = absl::GetFlag(FLAGS_ngram_max);
-  absl::StatusOr<std::unique_ptr<tandem::draft::Proposer>> proposer =
-      tandem::draft::MakeProposer(options);
-  if (!proposer.ok()) return Fail(proposer.status());
-  const tandem::draft::ProposerInfo info = (*proposer)->info();
-  tandem::draft::DraftService service(std::move(*proposer));
-
-  absl::StatusOr<tandem::GrpcServer> started =
-      tandem::StartGrpcServer(host, port, {&service}, {kServiceName});
-  if (!started.ok()) return Fail(started.status());
-  std::unique_ptr<grpc::Server> server = std::move(started->server);
-  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  if (info.kind == tandem::draft::ProposerKind::kNgram) {
-    std::fprintf(stderr, "tandem-draft: %s (suffixes of %d..%d tokens), vocabulary %d, up to %d "
-                 "sequences\n", info.name.c_str(), options.ngram_min_n, options.ngram_max_n,
-                 info.vocab_size, info.max_sequences);
-  } else {
-    std::fprintf(stderr, "tandem-draft: %s %s, %d KV blocks of %d tokens, precision %s\n",
-                 std::string(tandem::draft::ProposerKindName(info.kind)).c_str(),
-                 info.name.c_str(), info.max_sequences, block_size, precision.c_str());
-  }
-  std::printf("tandem-draft listening on %s\n", started->address.c_str());
-  std::fflush(stdout);
-
-  int signal_number = 0;
-  sigwait(&shutdown_signals, &signal_number);
-  std::fprintf(stderr, "tandem-draft: signal %d, draining\n", signal_number);
-  health->SetServingStatus(false);
-  service.SetServing(false);
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  server->Wait();
-  std::fprintf(stderr, "tandem-draft: stopped\n");
-  return 0;
+        FlagsDefinedIn(__FILE__)}}};
+  ParseCommandLineOrExit(program, argc, argv);
+  absl::StatusOr<DraftConfig> config = ReadConfig();
+  if (!config.ok()) return Fail(config.status());
+  return Serve(*config);
 }

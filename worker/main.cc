@@ -31,22 +31,21 @@
 // Step refuses new work, the server shuts down with a 5 s deadline (in-flight
 // steps finish or are cancelled), rank 0 broadcasts SHUTDOWN, every rank
 // exits 0. A rank that fails after MPI is up aborts the whole group.
-#include <pthread.h>
-#include <signal.h>
-
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "common/flag_help.h"
-#include "common/grpc_server.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "common/flag_help.h"
+#include "common/grpc_server.h"
+#include "common/server_lifecycle.h"
+#include "common/status_macros.h"
 #include "draft/draft_service.h"
 #include "draft/proposer_factory.h"
 #include "draft/api/speculative_spec.h"
@@ -55,9 +54,7 @@
 #include "engine/model/model.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/mpi_communicator.h"
 #include "worker/tp/mpi_thread_queue.h"
@@ -81,9 +78,14 @@ ABSL_FLAG(int64_t, draft_kv_cache_bytes, 256ll << 20,
 
 namespace {
 
-// The service name health reports for, besides the overall "" entry.
+using namespace tandem;  // NOLINT: a main file
+
+constexpr char kProcess[] = "tandem-worker";
+// The service names health reports for, besides the overall "" entry.
 constexpr char kServiceName[] = "tandem.v1.TargetWorker";
 constexpr char kDraftServiceName[] = "tandem.v1.Draft";
+// In-flight steps get this long after SIGTERM.
+constexpr absl::Duration kDrainGrace = absl::Seconds(5);
 
 // Set once this process is one rank of several: a failing rank then aborts
 // the group, since the others would wait in a collective forever.
@@ -91,7 +93,7 @@ bool g_in_group = false;
 int g_rank = 0;
 
 int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "tandem-worker%s: %s\n",
+  std::fprintf(stderr, "%s%s: %s\n", kProcess,
                g_in_group ? absl::StrFormat(" rank %d", g_rank).c_str() : "",
                status.ToString().c_str());
   if (g_in_group) MPI_Abort(MPI_COMM_WORLD, 1);
@@ -107,165 +109,209 @@ bool LaunchedByMpi() {
   return false;
 }
 
-}  // namespace
+// This process's place in its worker group. `session` (null for a group of
+// one) must outlive everything that communicates.
+struct Group {
+  std::unique_ptr<parallel::MpiSession> session;
+  std::unique_ptr<parallel::Communicator> comm;
+};
 
-int main(int argc, char** argv) {
-  // Block the shutdown signals before any thread exists (gRPC's, the model's
-  // pool) so every thread inherits the mask and only sigwait() sees them.
-  sigset_t shutdown_signals;
-  sigemptyset(&shutdown_signals);
-  sigaddset(&shutdown_signals, SIGTERM);
-  sigaddset(&shutdown_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
-
-  std::unique_ptr<tandem::parallel::MpiSession> mpi_session;
-  std::unique_ptr<tandem::parallel::Communicator> comm;
+// Initializes MPI when a launcher started the process (it may consume its
+// own arguments from argv), else a group of one; records the rank for Fail.
+Group JoinGroup(int* argc, char*** argv) {
+  Group group;
   if (LaunchedByMpi()) {
-    mpi_session = std::make_unique<tandem::parallel::MpiSession>(&argc, &argv);
-    comm = std::make_unique<tandem::parallel::MpiCommunicator>();
+    group.session = std::make_unique<parallel::MpiSession>(argc, argv);
+    group.comm = std::make_unique<parallel::MpiCommunicator>();
   } else {
-    comm = std::make_unique<tandem::parallel::SingleProcessCommunicator>();
+    group.comm = std::make_unique<parallel::SingleProcessCommunicator>();
   }
-  const int rank = comm->rank();
-  const int world_size = comm->world_size();
-  g_in_group = world_size > 1;
-  g_rank = rank;
+  g_in_group = group.comm->world_size() > 1;
+  g_rank = group.comm->rank();
+  return group;
+}
 
-  const tandem::Program program{
-      "tandem-worker",
-      {{"", "--model PATH [flags]",
-        "One rank of a target worker group: serves tandem.v1.TargetWorker (alone, or every "
-        "rank under mpirun -np N)",
-        tandem::FlagsDefinedIn(__FILE__)}}};
-  tandem::ParseCommandLineOrExit(program, argc, argv);
+// Everything the flags say, validated before the model loads.
+struct WorkerConfig {
+  std::string model_path;
+  std::string host;
+  int32_t port = 0;
+  int32_t block_size = 16;
+  int32_t kv_blocks = 0;
+  int64_t kv_cache_bytes = 0;
+  std::string precision;             // "fast" or "reference", as given (for the log)
+  model::ModelOptions model_options;  // threads and precision; no TP fields yet
+  std::string speculative;           // "" = no draft beside the target
+  int64_t draft_kv_cache_bytes = 0;
+};
 
-  const std::string model_path = absl::GetFlag(FLAGS_model);
-  if (model_path.empty()) return Fail(absl::InvalidArgumentError("--model is required"));
-  const std::string host = absl::GetFlag(FLAGS_host);
-  if (host.empty()) return Fail(absl::InvalidArgumentError("--host is empty"));
-  const int32_t port = absl::GetFlag(FLAGS_port);
-  if (port < 0 || port > 65535) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("--port %d is out of range: must be in [0, 65535]", port)));
+// --host, --port and --block-size; INVALID_ARGUMENT naming the flag.
+absl::Status ValidateServingFlags(const WorkerConfig& config) {
+  if (config.host.empty()) return absl::InvalidArgumentError("--host is empty");
+  if (config.port < 0 || config.port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--port %d is out of range: must be in [0, 65535]", config.port));
   }
-  const int32_t block_size = absl::GetFlag(FLAGS_block_size);
-  if (block_size < 1 || block_size > 1024) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("--block-size %d is out of range: must be in [1, 1024]", block_size)));
+  if (config.block_size < 1 || config.block_size > 1024) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--block-size %d is out of range: must be in [1, 1024]", config.block_size));
   }
+  return absl::OkStatus();
+}
+
+// Reads and validates every flag; INVALID_ARGUMENT naming the first bad one.
+absl::StatusOr<WorkerConfig> ReadConfig() {
+  WorkerConfig config;
+  config.model_path = absl::GetFlag(FLAGS_model);
+  if (config.model_path.empty()) return absl::InvalidArgumentError("--model is required");
+  config.host = absl::GetFlag(FLAGS_host);
+  config.port = absl::GetFlag(FLAGS_port);
+  config.block_size = absl::GetFlag(FLAGS_block_size);
+  RETURN_IF_ERROR(ValidateServingFlags(config));
   const int32_t threads = absl::GetFlag(FLAGS_threads);
   if (threads < 0) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("--threads %d is negative: must be >= 0 (0 = every core)", threads)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--threads %d is negative: must be >= 0 (0 = every core)", threads));
   }
-  tandem::model::ModelOptions model_options;
-  model_options.num_threads = threads;
-  if (world_size > 1) {
-    model_options.tp_rank = rank;
-    model_options.tp_world_size = world_size;
-    model_options.communicator = comm.get();
+  config.model_options.num_threads = threads;
+  config.precision = absl::GetFlag(FLAGS_precision);
+  if (config.precision == "reference") {
+    config.model_options.precision = model::Precision::kReference;
+  } else if (config.precision != "fast") {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--precision '%s' must be fast or reference", config.precision));
   }
-  const std::string precision = absl::GetFlag(FLAGS_precision);
-  if (precision == "reference") {
-    model_options.precision = tandem::model::Precision::kReference;
-  } else if (precision != "fast") {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrFormat("--precision '%s' must be fast or reference", precision)));
-  }
+  config.kv_blocks = absl::GetFlag(FLAGS_kv_blocks);
+  config.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
+  config.speculative = absl::GetFlag(FLAGS_speculative);
+  config.draft_kv_cache_bytes = absl::GetFlag(FLAGS_draft_kv_cache_bytes);
+  return config;
+}
 
-  absl::StatusOr<std::unique_ptr<tandem::model::Model>> model =
-      tandem::model::Model::Load(model_path, model_options);
-  if (!model.ok()) return Fail(model.status());
-  absl::StatusOr<tandem::tokenizer::Vocab> vocab =
-      tandem::tokenizer::LoadVocabFromGguf((*model)->file());
-  if (!vocab.ok()) return Fail(vocab.status());
-  absl::StatusOr<std::unique_ptr<tandem::tokenizer::Tokenizer>> tokenizer =
-      tandem::tokenizer::Tokenizer::Create(*vocab);
-  if (!tokenizer.ok()) return Fail(tokenizer.status());
+// This rank's shard of the target model and the step executor's settings
+// (its KV blocks sized from --kv-blocks or --kv-cache-bytes).
+struct Target {
+  std::unique_ptr<model::Model> model;
+  worker::StepExecutorConfig exec_config;
+};
 
-  tandem::worker::StepExecutorConfig exec_config;
-  exec_config.block_size = block_size;
-  exec_config.eos_token_ids = (*tokenizer)->EndOfGenerationIds();
-  absl::StatusOr<int32_t> num_blocks = tandem::model::NumKvBlocks(
-      **model, block_size, absl::GetFlag(FLAGS_kv_blocks), absl::GetFlag(FLAGS_kv_cache_bytes));
-  if (!num_blocks.ok()) return Fail(num_blocks.status());
-  exec_config.num_blocks = *num_blocks;
-  if (rank != 0) {
-    absl::Status followed = tandem::tp::RunFollower(model->get(), exec_config, comm.get());
-    if (!followed.ok()) return Fail(followed);
-    return 0;
+// Loads this rank's shard of the model (all of it in a group of one).
+absl::StatusOr<Target> LoadTarget(const WorkerConfig& config, parallel::Communicator* comm) {
+  model::ModelOptions model_options = config.model_options;
+  if (comm->world_size() > 1) {
+    model_options.tp_rank = comm->rank();
+    model_options.tp_world_size = comm->world_size();
+    model_options.communicator = comm;
   }
-  // Rank 0 of a group: collectives run on this (the main) thread.
-  std::unique_ptr<tandem::tp::MpiThreadQueue> mpi_thread;
-  if (world_size > 1) mpi_thread = std::make_unique<tandem::tp::MpiThreadQueue>();
-  absl::StatusOr<std::unique_ptr<tandem::worker::TargetWorkerService>> service =
-      tandem::worker::TargetWorkerService::Create(model->get(), exec_config, comm.get(),
-                                                  mpi_thread.get());
+  Target target;
+  ASSIGN_OR_RETURN(target.model, model::Model::Load(config.model_path, model_options));
+  ASSIGN_OR_RETURN(tokenizer::Vocab vocab, tokenizer::LoadVocabFromGguf(target.model->file()));
+  ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
+                   tokenizer::Tokenizer::Create(vocab));
+  target.exec_config.block_size = config.block_size;
+  target.exec_config.eos_token_ids = tokenizer->EndOfGenerationIds();
+  ASSIGN_OR_RETURN(target.exec_config.num_blocks,
+                   model::NumKvBlocks(*target.model, config.block_size, config.kv_blocks,
+                                      config.kv_cache_bytes));
+  return target;
+}
+
+// The draft beside the target (--speculative), loaded before serving so that
+// a bad spec fails at start-up.
+absl::StatusOr<std::unique_ptr<draft::DraftService>> MakeDraftService(
+    const WorkerConfig& config, const worker::StepExecutorConfig& exec_config) {
+  draft::ProposerOptions options;
+  ASSIGN_OR_RETURN(options.spec, draft::ParseSpeculativeSpec(config.speculative));
+  options.target_model_path = config.model_path;
+  options.model_options.num_threads = config.model_options.num_threads;
+  options.model_options.precision = config.model_options.precision;
+  options.block_size = config.block_size;
+  options.kv_cache_bytes = config.draft_kv_cache_bytes;
+  options.eos_token_ids = exec_config.eos_token_ids;
+  ASSIGN_OR_RETURN(std::unique_ptr<draft::Proposer> proposer, draft::MakeProposer(options));
+  std::fprintf(stderr, "%s: also drafting (tandem.v1.Draft): %s\n", kProcess,
+               proposer->info().name.c_str());
+  return std::make_unique<draft::DraftService>(std::move(proposer));
+}
+
+// Waits for SIGTERM/SIGINT and drains `server`. In a group, the main thread
+// meanwhile runs `mpi_thread`'s loop (every collective is made there) while
+// a second thread waits and drains; then the other ranks are told to stop.
+absl::Status ServeUntilDrained(grpc::Server& server, const std::function<void()>& stop_admitting,
+                               tp::MpiThreadQueue* mpi_thread, parallel::Communicator* comm) {
+  if (mpi_thread == nullptr) {
+    ServeUntilShutdownSignal(kProcess, server, kDrainGrace, stop_admitting);
+    return absl::OkStatus();
+  }
+  std::thread signal_thread([&] {
+    ServeUntilShutdownSignal(kProcess, server, kDrainGrace, stop_admitting);
+    mpi_thread->Stop();  // handlers are done: Loop runs what is queued and returns
+  });
+  mpi_thread->Loop();
+  signal_thread.join();
+  return tp::BroadcastEnvelope(comm, tp::EnvelopeKind::kShutdown);
+}
+
+// Rank 0: serves TargetWorker (and Draft with --speculative) until SIGTERM or
+// SIGINT, drains, and stops the other ranks. The process exit code.
+int ServeRankZero(const WorkerConfig& config, const Target& target, parallel::Communicator* comm) {
+  std::unique_ptr<tp::MpiThreadQueue> mpi_thread;
+  if (comm->world_size() > 1) mpi_thread = std::make_unique<tp::MpiThreadQueue>();
+  absl::StatusOr<std::unique_ptr<worker::TargetWorkerService>> service =
+      worker::TargetWorkerService::Create(target.model.get(), target.exec_config, comm,
+                                          mpi_thread.get());
   if (!service.ok()) return Fail(service.status());
-
-  // The draft beside the target (--speculative), loaded before serving so
-  // that a bad spec fails at start-up.
-  std::unique_ptr<tandem::draft::DraftService> draft_service;
+  std::unique_ptr<draft::DraftService> draft_service;
   std::vector<grpc::Service*> services = {service->get()};
   std::vector<std::string> service_names = {kServiceName};
-  if (!absl::GetFlag(FLAGS_speculative).empty()) {
-    absl::StatusOr<tandem::draft::SpeculativeSpec> spec =
-        tandem::draft::ParseSpeculativeSpec(absl::GetFlag(FLAGS_speculative));
-    if (!spec.ok()) return Fail(spec.status());
-    tandem::draft::ProposerOptions options;
-    options.spec = *spec;
-    options.target_model_path = model_path;
-    options.model_options.num_threads = threads;
-    options.model_options.precision = model_options.precision;
-    options.block_size = block_size;
-    options.kv_cache_bytes = absl::GetFlag(FLAGS_draft_kv_cache_bytes);
-    options.eos_token_ids = exec_config.eos_token_ids;
-    absl::StatusOr<std::unique_ptr<tandem::draft::Proposer>> proposer =
-        tandem::draft::MakeProposer(options);
-    if (!proposer.ok()) return Fail(proposer.status());
-    std::fprintf(stderr, "tandem-worker: also drafting (tandem.v1.Draft): %s\n",
-                 (*proposer)->info().name.c_str());
-    draft_service = std::make_unique<tandem::draft::DraftService>(*std::move(proposer));
+  if (!config.speculative.empty()) {
+    absl::StatusOr<std::unique_ptr<draft::DraftService>> made =
+        MakeDraftService(config, target.exec_config);
+    if (!made.ok()) return Fail(made.status());
+    draft_service = *std::move(made);
     services.push_back(draft_service.get());
     service_names.push_back(kDraftServiceName);
   }
-
-  absl::StatusOr<tandem::GrpcServer> started =
-      tandem::StartGrpcServer(host, port, services, service_names);
+  absl::StatusOr<GrpcServer> started =
+      StartGrpcServer(config.host, config.port, services, service_names);
   if (!started.ok()) return Fail(started.status());
-  std::unique_ptr<grpc::Server> server = std::move(started->server);
-  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  std::fprintf(stderr,
-               "tandem-worker: model %s, %d KV blocks of %d tokens, precision %s, "
-               "tensor-parallel size %d\n",
-               (*model)->config().name.c_str(), exec_config.num_blocks, block_size,
-               precision.c_str(), world_size);
-  std::printf("tandem-worker listening on %s\n", started->address.c_str());
-  std::fflush(stdout);
-
-  auto wait_and_drain = [&] {
-    int signal_number = 0;
-    sigwait(&shutdown_signals, &signal_number);
-    std::fprintf(stderr, "tandem-worker: signal %d, draining\n", signal_number);
-    health->SetServingStatus(false);  // every service → NOT_SERVING
+  std::fprintf(stderr, "%s: model %s, %d KV blocks of %d tokens, precision %s, "
+               "tensor-parallel size %d\n", kProcess, target.model->config().name.c_str(),
+               target.exec_config.num_blocks, config.block_size, config.precision.c_str(),
+               comm->world_size());
+  AnnounceListening(kProcess, started->address);
+  const auto stop_admitting = [&] {
     (*service)->SetServing(false);
     if (draft_service != nullptr) draft_service->SetServing(false);
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    server->Wait();
   };
-  if (mpi_thread == nullptr) {
-    wait_and_drain();
-  } else {
-    std::thread signal_thread([&] {
-      wait_and_drain();
-      mpi_thread->Stop();  // handlers are done: Loop runs what is queued and returns
-    });
-    mpi_thread->Loop();
-    signal_thread.join();
-    absl::Status sent =
-        tandem::tp::BroadcastEnvelope(comm.get(), tandem::tp::EnvelopeKind::kShutdown);
-    if (!sent.ok()) return Fail(sent);
-  }
-  std::fprintf(stderr, "tandem-worker: stopped\n");
+  absl::Status drained =
+      ServeUntilDrained(*started->server, stop_admitting, mpi_thread.get(), comm);
+  if (!drained.ok()) return Fail(drained);
+  std::fprintf(stderr, "%s: stopped\n", kProcess);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BlockShutdownSignals();
+  Group group = JoinGroup(&argc, &argv);
+  const Program program{
+      kProcess,
+      {{"", "--model PATH [flags]",
+        "One rank of a target worker group: serves tandem.v1.TargetWorker (alone, or every "
+        "rank under mpirun -np N)",
+        FlagsDefinedIn(__FILE__)}}};
+  ParseCommandLineOrExit(program, argc, argv);
+  absl::StatusOr<WorkerConfig> config = ReadConfig();
+  if (!config.ok()) return Fail(config.status());
+  absl::StatusOr<Target> target = LoadTarget(*config, group.comm.get());
+  if (!target.ok()) return Fail(target.status());
+  if (group.comm->rank() != 0) {
+    absl::Status followed =
+        tp::RunFollower(target->model.get(), target->exec_config, group.comm.get());
+    if (!followed.ok()) return Fail(followed);
+    return 0;
+  }
+  return ServeRankZero(*config, *target, group.comm.get());
 }

@@ -353,43 +353,70 @@ int Fail(const absl::Status& status) {
                               status.message()));
 }
 
+// The requests to send: from --dataset, else random prompts of the
+// options' lengths over the served vocabulary (INVALID_ARGUMENT when they
+// exceed the model's context length).
+absl::StatusOr<std::vector<JsonRequest>> MakeRequests(const BenchOptions& o,
+                                                      const pb::ModelInfoResponse& info) {
+  if (!o.dataset.empty()) return DatasetRequests(o.dataset, o.num_requests, o.output_len);
+  if (info.context_length() > 0 &&
+      static_cast<int64_t>(o.input_len) + o.output_len > info.context_length()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--input-len %d + --output-len %d exceeds the model's context length %d", o.input_len,
+        o.output_len, info.context_length()));
+  }
+  return RandomRequests({.num_requests = o.num_requests,
+                         .input_len = o.input_len,
+                         .output_len = o.output_len,
+                         .shared_prefix_len = o.shared_prefix_len,
+                         .vocab_size = info.vocab_size(),
+                         .seed = o.seed});
+}
+
+// The run's share of the coordinator's step counters: their growth since
+// `before` (other clients' steps in between count too). Nullopt, with a
+// note on stderr, when the second ModelInfo fails: that costs only this
+// part of the report.
+std::optional<StepOverhead> OverheadSince(pb::Inference::Stub& stub, const BenchOptions& o,
+                                          const pb::ModelInfoResponse& before) {
+  pb::ModelInfoResponse after;
+  if (grpc::Status status = GetModelInfo(stub, o, &after); !status.ok()) {
+    std::fprintf(stderr, "tandem bench: ModelInfo after the run failed, no step overhead: %s\n",
+                 DescribeGrpcStatus(status).c_str());
+    return std::nullopt;
+  }
+  return StepOverheadBetween(StepCounters(before), StepCounters(after));
+}
+
+// Notes the first failed request (and how many failed) on stderr.
+void ReportFirstFailure(const json& report, const std::vector<RequestRecord>& records) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (!records[i].ok) {
+      std::fprintf(stderr, "tandem bench: %lld of %zu requests failed; first: request %zu: %s\n",
+                   report["num_failed"].get<long long>(), records.size(), i + 1,
+                   records[i].error.c_str());
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 int BenchCommand(const BenchOptions& o) {
   if (absl::Status s = Validate(o); !s.ok()) return Fail(s);
-
   // Open the report first so a bad path fails before the run, not after.
   std::ofstream out;
   if (!o.out.empty()) {
     out.open(o.out);
     if (!out) return Fail(absl::StrFormat("cannot write report file '%s'", o.out));
   }
-
   std::unique_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
   pb::ModelInfoResponse info;
   if (grpc::Status status = GetModelInfo(*stub, o, &info); !status.ok()) {
     return Fail(absl::StrFormat("cannot reach the coordinator at %s: %s", o.addr,
                                 DescribeGrpcStatus(status)));
   }
-
-  absl::StatusOr<std::vector<JsonRequest>> requests;
-  if (o.dataset.empty()) {
-    if (info.context_length() > 0 &&
-        static_cast<int64_t>(o.input_len) + o.output_len > info.context_length()) {
-      return Fail(absl::StrFormat(
-          "INVALID_ARGUMENT: --input-len %d + --output-len %d exceeds the model's context "
-          "length %d",
-          o.input_len, o.output_len, info.context_length()));
-    }
-    requests = RandomRequests({.num_requests = o.num_requests,
-                               .input_len = o.input_len,
-                               .output_len = o.output_len,
-                               .shared_prefix_len = o.shared_prefix_len,
-                               .vocab_size = info.vocab_size(),
-                               .seed = o.seed});
-  } else {
-    requests = DatasetRequests(o.dataset, o.num_requests, o.output_len);
-  }
+  absl::StatusOr<std::vector<JsonRequest>> requests = MakeRequests(o, info);
   if (!requests.ok()) return Fail(requests.status());
 
   std::vector<RequestRecord> records(requests->size());
@@ -401,28 +428,9 @@ int BenchCommand(const BenchOptions& o) {
   }
   const double duration_s = Seconds(Clock::now() - start);
 
-  // The counters are cumulative; the run's share is their growth since the
-  // first ModelInfo (other clients' steps in between count too). A failed
-  // second reading costs only this part of the report.
-  std::optional<StepOverhead> overhead;
-  pb::ModelInfoResponse info_after;
-  if (grpc::Status status = GetModelInfo(*stub, o, &info_after); status.ok()) {
-    overhead = StepOverheadBetween(StepCounters(info), StepCounters(info_after));
-  } else {
-    std::fprintf(stderr, "tandem bench: ModelInfo after the run failed, no step overhead: %s\n",
-                 DescribeGrpcStatus(status).c_str());
-  }
-
-  const json report = Report(o, records, duration_s, overhead);
+  const json report = Report(o, records, duration_s, OverheadSince(*stub, o, info));
   PrintTable(report);
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (!records[i].ok) {
-      std::fprintf(stderr, "tandem bench: %lld of %zu requests failed; first: request %zu: %s\n",
-                   report["num_failed"].get<long long>(), records.size(), i + 1,
-                   records[i].error.c_str());
-      break;
-    }
-  }
+  ReportFirstFailure(report, records);
   if (out.is_open()) {
     out << report.dump(2) << "\n";
     out.close();

@@ -3,8 +3,10 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "client/inference_client.h"
@@ -33,6 +35,72 @@ bool ServerLost(const grpc::Status& status, grpc::Channel& channel) {
          channel.GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY;
 }
 
+// Asks the coordinator at `addr` for its model at start-up, so that a wrong
+// address fails before anything is typed. UNAVAILABLE (or the call's error)
+// when it cannot be reached, FAILED_PRECONDITION when the model has no chat
+// template; the message is the one to print.
+absl::Status CheckChatModel(pb::Inference::Stub& stub, const std::string& addr) {
+  grpc::ClientContext context;
+  SetDeadline(context, kModelInfoTimeoutS);
+  pb::ModelInfoResponse info;
+  const grpc::Status status = stub.ModelInfo(&context, pb::ModelInfoRequest(), &info);
+  if (!status.ok()) {
+    return absl::UnavailableError(absl::StrFormat("cannot reach the coordinator at %s: %s", addr,
+                                                  DescribeGrpcStatus(status)));
+  }
+  if (!info.has_chat_template()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the model %s served at %s has no chat template", info.model_name(), addr));
+  }
+  return absl::OkStatus();
+}
+
+// Writes streamed text to stdout as it arrives.
+void WriteText(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// One turn: sends the system prompt and `history` (ending with the user's
+// message), streams the answer to stdout and appends it to `history`. When
+// the turn fails, the user's message leaves `history` too and the reason is
+// printed. Returns false only when the coordinator itself is gone.
+bool Turn(const ChatOptions& o, pb::Inference::Stub& stub, grpc::Channel& channel,
+          std::vector<tokenizer::ChatMessage>& history) {
+  JsonRequest request;
+  request.params = o.params;
+  if (o.system.has_value()) request.messages.push_back({"system", *o.system});
+  request.messages.insert(request.messages.end(), history.begin(), history.end());
+  bool printed = false;
+  const StreamedGeneration g = StreamGenerate(
+      stub, GenerateRequestProto(request), /*num_completions=*/1, o.timeout_s,
+      [&](const std::string& text) {
+        printed = true;
+        WriteText(text);
+      });
+  // A turn that streamed something ends its line even when it failed.
+  if (g.status.ok() || printed) WriteText("\n");
+  if (!g.status.ok() || !g.error.empty()) {
+    history.pop_back();  // the answer is lost, and so is the question
+    if (ServerLost(g.status, channel)) {
+      Message(absl::StrFormat("lost the coordinator at %s: %s", o.addr,
+                              DescribeGrpcStatus(g.status)));
+      return false;
+    }
+    Message(absl::StrFormat("%s (this message is left out of the conversation)",
+                            g.status.ok() ? "request failed: " + g.error
+                                          : DescribeGrpcStatus(g.status)));
+    return true;
+  }
+  const coordinator::Completion& answer = g.completions[0];
+  if (answer.finish_reason == coordinator::FinishReason::kLength) {
+    Message(absl::StrFormat("(the answer stopped at --max-tokens %d or the context length)",
+                            o.params.max_tokens));
+  }
+  history.push_back({"assistant", answer.text});
+  return true;
+}
+
 }  // namespace
 
 int ChatCommand(const ChatOptions& o, std::istream& in, bool interactive) {
@@ -47,30 +115,13 @@ int ChatCommand(const ChatOptions& o, std::istream& in, bool interactive) {
   }
   std::shared_ptr<grpc::Channel> channel = NewInferenceChannel(o.addr);
   std::unique_ptr<pb::Inference::Stub> stub = pb::Inference::NewStub(channel);
-  {
-    grpc::ClientContext context;
-    SetDeadline(context, kModelInfoTimeoutS);
-    pb::ModelInfoResponse info;
-    const grpc::Status status = stub->ModelInfo(&context, pb::ModelInfoRequest(), &info);
-    if (!status.ok()) {
-      Message(absl::StrFormat("cannot reach the coordinator at %s: %s", o.addr,
-                              DescribeGrpcStatus(status)));
-      return 1;
-    }
-    if (!info.has_chat_template()) {
-      Message(absl::StrFormat("the model %s served at %s has no chat template", info.model_name(),
-                              o.addr));
-      return 1;
-    }
+  if (absl::Status s = CheckChatModel(*stub, o.addr); !s.ok()) {
+    Message(std::string(s.message()));
+    return 1;
   }
-
   // The conversation after the system prompt: user and assistant turns
   // alternate, a user turn last while its answer is being generated.
   std::vector<tokenizer::ChatMessage> history;
-  const auto write_text = [](const std::string& text) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-  };
   while (true) {
     if (interactive) std::fputs("> ", stderr);
     std::string line;
@@ -86,39 +137,8 @@ int ChatCommand(const ChatOptions& o, std::istream& in, bool interactive) {
       continue;
     }
     if (absl::StripAsciiWhitespace(line).empty()) continue;
-
     history.push_back({"user", line});
-    JsonRequest request;
-    request.params = o.params;
-    if (o.system.has_value()) request.messages.push_back({"system", *o.system});
-    request.messages.insert(request.messages.end(), history.begin(), history.end());
-    bool printed = false;
-    const StreamedGeneration g = StreamGenerate(
-        *stub, GenerateRequestProto(request), /*num_completions=*/1, o.timeout_s,
-        [&](const std::string& text) {
-          printed = true;
-          write_text(text);
-        });
-    // A turn that streamed something ends its line even when it failed.
-    if (g.status.ok() || printed) write_text("\n");
-    if (!g.status.ok() || !g.error.empty()) {
-      history.pop_back();  // the answer is lost, and so is the question
-      if (ServerLost(g.status, *channel)) {
-        Message(absl::StrFormat("lost the coordinator at %s: %s", o.addr,
-                                DescribeGrpcStatus(g.status)));
-        return 1;
-      }
-      Message(absl::StrFormat("%s (this message is left out of the conversation)",
-                              g.status.ok() ? "request failed: " + g.error
-                                            : DescribeGrpcStatus(g.status)));
-      continue;
-    }
-    const coordinator::Completion& answer = g.completions[0];
-    if (answer.finish_reason == coordinator::FinishReason::kLength) {
-      Message(absl::StrFormat("(the answer stopped at --max-tokens %d or the context length)",
-                              o.params.max_tokens));
-    }
-    history.push_back({"assistant", answer.text});
+    if (!Turn(o, *stub, *channel, history)) return 1;
   }
 }
 

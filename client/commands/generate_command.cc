@@ -1,17 +1,20 @@
 #include "client/commands/generate_command.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "client/inference_client.h"
-#include "client/result_json.h"
 #include "client/json_request.h"
+#include "client/result_json.h"
 #include "coordinator/scheduler/request.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -64,83 +67,100 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-}  // namespace
+int Fail(const absl::Status& status) {
+  return Fail(absl::StrFormat("%s: %s", absl::StatusCodeToString(status.code()),
+                              status.message()));
+}
 
-int GenerateCommand(const GenerateOptions& o) {
+// The options' own consistency (one prompt source, --concurrency, --addr);
+// INVALID_ARGUMENT naming the flag.
+absl::Status Validate(const GenerateOptions& o) {
   int sources = o.prompt.has_value() + o.chat.has_value() + o.prompt_ids.has_value() +
                 o.requests_file.has_value();
   if (sources != 1) {
-    return Fail("INVALID_ARGUMENT: give exactly one of --prompt, --chat, --prompt-ids or --requests");
+    return absl::InvalidArgumentError(
+        "give exactly one of --prompt, --chat, --prompt-ids or --requests");
   }
   if (o.concurrency < 1 || o.concurrency > 1024) {
-    return Fail(absl::StrFormat(
-        "INVALID_ARGUMENT: --concurrency %d is out of range: must be in [1, 1024]", o.concurrency));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--concurrency %d is out of range: must be in [1, 1024]", o.concurrency));
   }
-  if (o.addr.empty()) return Fail("INVALID_ARGUMENT: --addr HOST:PORT is required");
+  if (o.addr.empty()) return absl::InvalidArgumentError("--addr HOST:PORT is required");
+  return absl::OkStatus();
+}
 
-  // Parse every request before sending any, so a bad line fails up front.
+// Every request to send, parsed before any is sent so that a bad line fails
+// up front: one per non-blank line of --requests (NOT_FOUND when it cannot
+// be opened, INVALID_ARGUMENT naming a bad line), else the flags' one.
+absl::StatusOr<std::vector<JsonRequest>> ReadRequests(const GenerateOptions& o) {
   std::vector<JsonRequest> requests;
-  if (o.requests_file) {
-    std::ifstream in(*o.requests_file);
-    if (!in) {
-      return Fail(absl::StrFormat("NOT_FOUND: cannot open requests file '%s'", *o.requests_file));
-    }
-    int line_number = 0;
-    for (std::string line; std::getline(in, line);) {
-      ++line_number;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      absl::StatusOr<JsonRequest> r = ParseJsonRequest(line, o.params, o.beam);
-      if (!r.ok()) {
-        return Fail(absl::StrFormat("INVALID_ARGUMENT: request line %d: %s", line_number,
-                                    r.status().message()));
-      }
-      requests.push_back(*std::move(r));
-    }
-  } else {
-    requests.push_back(RequestFromFlags(o.prompt, o.prompt_ids, o.chat, o.params, o.beam));
-  }
-
-  std::unique_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
-
   if (!o.requests_file) {
-    // A beam search's best text can change: printed once done instead.
-    const bool stream_text = !o.json && o.params.n == 1 && !requests[0].beam.has_value();
-    std::function<void(const std::string&)> on_text;
-    if (stream_text) {
-      on_text = [](const std::string& text) {
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        std::fflush(stdout);
-      };
-    }
-    const Result r = RunOne(*stub, requests[0], o.json, o.timeout_s, on_text);
-    const StreamedGeneration& g = r.stream;
-    if (!g.status.ok()) {
-      if (stream_text) std::printf("\n");
-      return Fail(DescribeGrpcStatus(g.status));
-    }
-    if (o.json && requests[0].beam.has_value()) {
-      std::printf("%s\n", RequestLineJson(r.prompt_token_ids, g.completions, r.top_k,
-                                          g.cached_prompt_tokens, g.error)
-                              .dump()
-                              .c_str());
-    } else if (o.json) {
-      for (const coordinator::Completion& c : g.completions) {
-        std::printf("%s\n", CompletionJson(r.prompt_token_ids, c, r.top_k, g.cached_prompt_tokens)
-                                 .dump()
-                                 .c_str());
-      }
-    } else if (stream_text) {
-      std::printf("\n");
-    } else {
-      PrintCompletionsText(g.completions);
-    }
-    std::fflush(stdout);
-    if (!g.error.empty()) return Fail("request failed: " + g.error);
-    return 0;
+    requests.push_back(RequestFromFlags(o.prompt, o.prompt_ids, o.chat, o.params, o.beam));
+    return requests;
   }
+  std::ifstream in(*o.requests_file);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrFormat("cannot open requests file '%s'", *o.requests_file));
+  }
+  int line_number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    absl::StatusOr<JsonRequest> r = ParseJsonRequest(line, o.params, o.beam);
+    if (!r.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("request line %d: %s", line_number, r.status().message()));
+    }
+    requests.push_back(*std::move(r));
+  }
+  return requests;
+}
 
-  // --requests: `concurrency` threads each take the next request until none
-  // is left; lines are printed in input order once all are done.
+// Writes streamed text to stdout as it arrives.
+void WriteText(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// Runs the one request of a command line without --requests: streams its
+// text, or prints it as JSON (--json) or once done (beam search, whose best
+// text can change). Returns the exit code.
+int GenerateOne(const GenerateOptions& o, pb::Inference::Stub& stub, const JsonRequest& request) {
+  const bool stream_text = !o.json && o.params.n == 1 && !request.beam.has_value();
+  std::function<void(const std::string&)> on_text;
+  if (stream_text) on_text = WriteText;
+  const Result r = RunOne(stub, request, o.json, o.timeout_s, on_text);
+  const StreamedGeneration& g = r.stream;
+  if (!g.status.ok()) {
+    if (stream_text) std::printf("\n");
+    return Fail(DescribeGrpcStatus(g.status));
+  }
+  if (o.json && request.beam.has_value()) {
+    std::printf("%s\n", RequestLineJson(r.prompt_token_ids, g.completions, r.top_k,
+                                        g.cached_prompt_tokens, g.error)
+                            .dump()
+                            .c_str());
+  } else if (o.json) {
+    for (const coordinator::Completion& c : g.completions) {
+      std::printf("%s\n", CompletionJson(r.prompt_token_ids, c, r.top_k, g.cached_prompt_tokens)
+                               .dump()
+                               .c_str());
+    }
+  } else if (stream_text) {
+    std::printf("\n");
+  } else {
+    PrintCompletionsText(g.completions);
+  }
+  std::fflush(stdout);
+  if (!g.error.empty()) return Fail("request failed: " + g.error);
+  return 0;
+}
+
+// Runs every request, `concurrency` threads each taking the next one until
+// none is left; results in input order.
+std::vector<Result> RunAll(const GenerateOptions& o, pb::Inference::Stub& stub,
+                           const std::vector<JsonRequest>& requests) {
   std::vector<Result> results(requests.size());
   std::atomic<size_t> next{0};
   std::vector<std::thread> threads;
@@ -148,12 +168,18 @@ int GenerateCommand(const GenerateOptions& o) {
   for (size_t t = 0; t < num_threads; ++t) {
     threads.emplace_back([&] {
       for (size_t i = next.fetch_add(1); i < requests.size(); i = next.fetch_add(1)) {
-        results[i] = RunOne(*stub, requests[i], /*want_prompt_ids=*/true, o.timeout_s, nullptr);
+        results[i] = RunOne(stub, requests[i], /*want_prompt_ids=*/true, o.timeout_s, nullptr);
       }
     });
   }
   for (std::thread& t : threads) t.join();
+  return results;
+}
 
+// Prints one JSON line per request in input order ({"error": ...}, and the
+// error on stderr, for a failed call). Returns the exit code: 1 when any
+// request failed.
+int PrintResults(const std::vector<Result>& results) {
   int exit_code = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
@@ -173,6 +199,17 @@ int GenerateCommand(const GenerateOptions& o) {
   }
   std::fflush(stdout);
   return exit_code;
+}
+
+}  // namespace
+
+int GenerateCommand(const GenerateOptions& o) {
+  if (absl::Status s = Validate(o); !s.ok()) return Fail(s);
+  absl::StatusOr<std::vector<JsonRequest>> requests = ReadRequests(o);
+  if (!requests.ok()) return Fail(requests.status());
+  std::unique_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
+  if (!o.requests_file) return GenerateOne(o, *stub, (*requests)[0]);
+  return PrintResults(RunAll(o, *stub, *requests));
 }
 
 }  // namespace tandem::client

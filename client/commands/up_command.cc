@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "client/commands/health_command.h"
 #include "client/process.h"
+#include "common/status_macros.h"
 
 namespace tandem::client {
 namespace {
@@ -172,120 +173,104 @@ bool StopAll(Cluster& cluster, absl::Duration grace) {
   return coordinator_clean && workers_clean;
 }
 
-}  // namespace
+// The server binaries `tandem up` starts (draft: "" when none is).
+struct Binaries {
+  std::string worker;
+  std::string coordinator;
+  std::string draft;
+};
 
-int UpCommand(const UpOptions& o) {
-  if (absl::Status s = Validate(o); !s.ok()) {
-    Log(s.ToString());
-    return 2;
-  }
-  // Before any child or thread exists: SIGINT/SIGTERM/SIGCHLD are taken only
-  // by sigtimedwait() below (children reset their mask in ChildProcess).
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGCHLD);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+// Finds the binaries in --bin-dir (default: this executable's directory);
+// NOT_FOUND naming the missing one.
+absl::StatusOr<Binaries> FindBinaries(const UpOptions& o) {
   std::string bin_dir = o.bin_dir;
   if (bin_dir.empty()) {
     absl::StatusOr<std::string> self = SelfDirectory();
-    if (!self.ok()) return Fail(self.status());
+    if (!self.ok()) return self.status();
     bin_dir = *self;
   }
-  absl::StatusOr<std::string> worker_bin = FindExecutable(bin_dir + "/tandem-worker");
-  if (!worker_bin.ok()) return Fail(worker_bin.status());
-  absl::StatusOr<std::string> coordinator_bin = FindExecutable(bin_dir + "/tandem-coordinator");
-  if (!coordinator_bin.ok()) return Fail(coordinator_bin.status());
-  std::string draft_bin;
+  Binaries bins;
+  ASSIGN_OR_RETURN(bins.worker, FindExecutable(bin_dir + "/tandem-worker"));
+  ASSIGN_OR_RETURN(bins.coordinator, FindExecutable(bin_dir + "/tandem-coordinator"));
   if (o.draft) {
     absl::StatusOr<std::string> found = FindExecutable(bin_dir + "/tandem-draft");
     if (!found.ok()) {
-      return Fail(absl::NotFoundError(absl::StrFormat(
-          "the draft worker (--no-draft starts none): %s", found.status().message())));
+      return absl::NotFoundError(absl::StrFormat(
+          "the draft worker (--no-draft starts none): %s", found.status().message()));
     }
-    draft_bin = *found;
+    bins.draft = *found;
   }
+  return bins;
+}
 
-  std::vector<std::string> worker_argv;
+// The worker group's command line: tandem-worker alone, or under mpirun
+// when --tp > 1 (NOT_FOUND when --mpirun cannot be found).
+absl::StatusOr<std::vector<std::string>> WorkerArgv(const UpOptions& o,
+                                                    const std::string& worker_bin) {
+  std::vector<std::string> argv;
   if (o.tp > 1) {
     absl::StatusOr<std::string> mpirun = FindExecutable(o.mpirun);
     if (!mpirun.ok()) {
-      return Fail(absl::NotFoundError(absl::StrFormat(
-          "--tp %d needs MPI, but --mpirun %s: %s", o.tp, o.mpirun, mpirun.status().message())));
+      return absl::NotFoundError(absl::StrFormat(
+          "--tp %d needs MPI, but --mpirun %s: %s", o.tp, o.mpirun, mpirun.status().message()));
     }
     // mpirun forwards SIGTERM to every rank, so signalling its process group
     // drains the whole worker group.
-    worker_argv = {*mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
-                   absl::StrFormat("%d", o.tp)};
+    argv = {*mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
+            absl::StrFormat("%d", o.tp)};
   }
-  worker_argv.insert(worker_argv.end(), {*worker_bin, "--model", o.model, "--port", "0"});
-  worker_argv.insert(worker_argv.end(), o.worker_args.begin(), o.worker_args.end());
+  argv.insert(argv.end(), {worker_bin, "--model", o.model, "--port", "0"});
+  argv.insert(argv.end(), o.worker_args.begin(), o.worker_args.end());
+  return argv;
+}
 
-  const absl::Duration grace = absl::Seconds(o.grace_s);
-  Cluster cluster;
-  // The worker group and the draft load their models at the same time; the
-  // coordinator needs both addresses, so it starts last.
-  {
-    absl::StatusOr<std::unique_ptr<ChildProcess>> w = Launch(worker_argv);
-    if (!w.ok()) return Fail(w.status());
-    cluster.workers = *std::move(w);
-  }
-  if (o.draft) {
-    std::vector<std::string> draft_argv = {
-        draft_bin, "--model", o.draft_model.empty() ? o.model : o.draft_model,
-        "--host", "127.0.0.1", "--port", "0", "--speculative", o.speculative};
-    draft_argv.insert(draft_argv.end(), o.draft_args.begin(), o.draft_args.end());
-    absl::StatusOr<std::unique_ptr<ChildProcess>> d = Launch(draft_argv);
-    if (!d.ok()) {
-      StopAll(cluster, grace);
-      return Fail(d.status());
-    }
-    cluster.draft = *std::move(d);
-  }
-  std::vector<std::string> coordinator_argv = {*coordinator_bin, "--model", o.model};
-  {
-    absl::StatusOr<std::string> address = AwaitServing(*cluster.workers, "tandem-worker");
-    if (!address.ok()) {
-      StopAll(cluster, grace);
-      return Fail(address.status());
-    }
-    coordinator_argv.insert(coordinator_argv.end(), {"--worker", *address});
-  }
+// Starts the worker group and the draft worker (unless --no-draft) side by
+// side: they load their models at the same time.
+absl::Status StartWorkers(const UpOptions& o, const Binaries& bins,
+                          const std::vector<std::string>& worker_argv, Cluster& cluster) {
+  ASSIGN_OR_RETURN(cluster.workers, Launch(worker_argv));
+  if (!o.draft) return absl::OkStatus();
+  std::vector<std::string> draft_argv = {
+      bins.draft, "--model", o.draft_model.empty() ? o.model : o.draft_model,
+      "--host", "127.0.0.1", "--port", "0", "--speculative", o.speculative};
+  draft_argv.insert(draft_argv.end(), o.draft_args.begin(), o.draft_args.end());
+  ASSIGN_OR_RETURN(cluster.draft, Launch(draft_argv));
+  return absl::OkStatus();
+}
+
+// The coordinator's command line, once the worker group (and the draft
+// worker) serve: it needs their addresses.
+absl::StatusOr<std::vector<std::string>> CoordinatorArgv(const UpOptions& o,
+                                                         const Binaries& bins, Cluster& cluster) {
+  std::vector<std::string> argv = {bins.coordinator, "--model", o.model};
+  ASSIGN_OR_RETURN(std::string worker, AwaitServing(*cluster.workers, "tandem-worker"));
+  argv.insert(argv.end(), {"--worker", worker});
   if (cluster.draft != nullptr) {
-    absl::StatusOr<std::string> address = AwaitServing(*cluster.draft, "tandem-draft");
-    if (!address.ok()) {
-      StopAll(cluster, grace);
-      return Fail(address.status());
-    }
-    coordinator_argv.insert(coordinator_argv.end(), {"--draft", *address});
+    ASSIGN_OR_RETURN(std::string draft, AwaitServing(*cluster.draft, "tandem-draft"));
+    argv.insert(argv.end(), {"--draft", draft});
   }
-  coordinator_argv.insert(coordinator_argv.end(), {"--port", absl::StrFormat("%d", o.port),
-                                                   "--num-speculative-tokens",
-                                                   o.num_speculative_tokens});
-  coordinator_argv.insert(coordinator_argv.end(), o.coordinator_args.begin(),
-                          o.coordinator_args.end());
-  std::string coordinator_address;
-  {
-    absl::StatusOr<std::unique_ptr<ChildProcess>> c = Launch(coordinator_argv);
-    if (!c.ok()) {
-      StopAll(cluster, grace);
-      return Fail(c.status());
-    }
-    cluster.coordinator = *std::move(c);
-    absl::StatusOr<std::string> address =
-        AwaitServing(*cluster.coordinator, "tandem-coordinator");
-    if (!address.ok()) {
-      StopAll(cluster, grace);
-      return Fail(address.status());
-    }
-    coordinator_address = *address;
-  }
+  argv.insert(argv.end(), {"--port", absl::StrFormat("%d", o.port), "--num-speculative-tokens",
+                           o.num_speculative_tokens});
+  argv.insert(argv.end(), o.coordinator_args.begin(), o.coordinator_args.end());
+  return argv;
+}
 
-  std::printf("tandem up: serving on %s\n", coordinator_address.c_str());
-  std::fflush(stdout);
+// Starts every process in order (worker group and draft, then the
+// coordinator connected to both) into `cluster`; returns the coordinator's
+// address once it serves. On an error, what did start is left in `cluster`.
+absl::StatusOr<std::string> StartCluster(const UpOptions& o, Cluster& cluster) {
+  ASSIGN_OR_RETURN(Binaries bins, FindBinaries(o));
+  ASSIGN_OR_RETURN(std::vector<std::string> worker_argv, WorkerArgv(o, bins.worker));
+  RETURN_IF_ERROR(StartWorkers(o, bins, worker_argv, cluster));
+  ASSIGN_OR_RETURN(std::vector<std::string> coordinator_argv, CoordinatorArgv(o, bins, cluster));
+  ASSIGN_OR_RETURN(cluster.coordinator, Launch(coordinator_argv));
+  return AwaitServing(*cluster.coordinator, "tandem-coordinator");
+}
 
+// Waits for SIGINT/SIGTERM (blocked in `signals`) or for a process to exit
+// on its own, then stops the cluster. Returns the exit code: 0 after a
+// signal, 1 after an unexpected exit.
+int Supervise(Cluster& cluster, const sigset_t& signals, absl::Duration grace) {
   while (true) {
     // A timeout as well as SIGCHLD: a child's exit is noticed even if its
     // SIGCHLD merged with an earlier one.
@@ -308,6 +293,34 @@ int UpCommand(const UpOptions& o) {
       }
     }
   }
+}
+
+}  // namespace
+
+int UpCommand(const UpOptions& o) {
+  if (absl::Status s = Validate(o); !s.ok()) {
+    Log(s.ToString());
+    return 2;
+  }
+  // Before any child or thread exists: SIGINT/SIGTERM/SIGCHLD are taken only
+  // by sigtimedwait() in Supervise (children reset their mask in ChildProcess).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const absl::Duration grace = absl::Seconds(o.grace_s);
+  Cluster cluster;
+  absl::StatusOr<std::string> address = StartCluster(o, cluster);
+  if (!address.ok()) {
+    StopAll(cluster, grace);
+    return Fail(address.status());
+  }
+  std::printf("tandem up: serving on %s\n", address->c_str());
+  std::fflush(stdout);
+  return Supervise(cluster, signals, grace);
 }
 
 }  // namespace tandem::client
