@@ -26,8 +26,9 @@ struct AdmittedRequest {
 };
 
 // The status that ends a call whose client is gone (gRPC cancelled it):
-// DEADLINE_EXCEEDED once the call's deadline passed (gRPC cancels a call at
-// its deadline), CANCELLED otherwise.
+// DEADLINE_EXCEEDED once the call's deadline passed or is at most 250 ms away
+// (gRPC cancels a call at its deadline, the client's copy first), CANCELLED
+// otherwise.
 grpc::Status ClientGoneStatus(const grpc::CallbackServerContext& context);
 
 }  // namespace tandem::coordinator

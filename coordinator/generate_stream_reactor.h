@@ -1,9 +1,9 @@
 // GenerateStreamReactor: one Inference.GenerateStream call on gRPC's callback
-// API; no thread waits on it. The scheduler thread hands it the request's
-// results (RequestObserver, routed by the service's RequestRegistry); it
-// buffers them in a RequestStream and keeps at most one write in flight: a
-// result that arrives while none is starts one at once, and what arrives
-// meanwhile goes out as one message when that write completes. The last
+// API; no thread waits on it. The service's RequestRegistry hands it the
+// request's results from the scheduler (RequestObserver); it buffers them in
+// a RequestStream and keeps at most one write in flight: a result that
+// arrives while none is starts one at once, and what arrives meanwhile goes
+// out as one message when that write completes. The last
 // message carries the request's output and goes out with the call's status:
 // the request's status as a gRPC status (UNAVAILABLE for a lost worker group).
 //
@@ -13,13 +13,14 @@
 //
 // Lifetime: the service's handler creates it, calls Start and returns it to
 // gRPC; it deletes itself in OnDone after removing its request from the
-// registry, so no scheduler callback reaches it afterwards.
+// registry, so no result is delivered to it afterwards.
 //
-// Thread-safety: OnDelta / OnFinished run on a scheduler thread (under the
-// registry's mutex; they never block on the client), the gRPC reactions on
-// gRPC's threads, concurrently; mutex_ guards the state they share. gRPC
-// calls (StartWrite, Finish) are made outside mutex_ and, on gRPC's threads,
-// last: OnDone may run (and delete the reactor) as soon as they return.
+// Thread-safety: OnDelta / OnFinished run on the registry's delivery thread
+// (under its observer mutex; they never wait on the client), the gRPC
+// reactions on gRPC's threads, concurrently; mutex_ guards the state they
+// share. gRPC calls (StartWrite, Finish) are made outside mutex_ and, on
+// gRPC's threads, last: OnDone may run (and delete the reactor) as soon as
+// they return.
 #ifndef TANDEM_COORDINATOR_GENERATE_STREAM_REACTOR_H_
 #define TANDEM_COORDINATOR_GENERATE_STREAM_REACTOR_H_
 
@@ -51,7 +52,7 @@ class GenerateStreamReactor final
   // its observer) streams; a refused one ends the call with its status.
   void Start(absl::StatusOr<AdmittedRequest> admitted);
 
-  // RequestObserver (scheduler thread).
+  // RequestObserver (the registry's delivery thread).
   void OnDelta(const CompletionDelta& delta) override;
   void OnFinished(const RequestOutput& output) override;
 

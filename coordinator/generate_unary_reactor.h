@@ -1,9 +1,9 @@
 // GenerateUnaryReactor: one Inference.Generate call on gRPC's callback API;
-// no thread waits on it. The scheduler thread reports the request's end
-// (RequestObserver, routed by the service's RequestRegistry); the reactor
-// fills the reply and finishes the call with the request's status as a gRPC
-// status (UNAVAILABLE for a lost worker group). Deltas are ignored: the reply
-// carries the completions in full.
+// no thread waits on it. The service's RequestRegistry reports the request's
+// end from the scheduler (RequestObserver); the reactor fills the reply and
+// finishes the call with the request's status as a gRPC status (UNAVAILABLE
+// for a lost worker group). Deltas are ignored: the reply carries the
+// completions in full.
 //
 // A client that cancels or goes away, or whose deadline passes (gRPC cancels
 // the call then: DEADLINE_EXCEEDED), cancels the request in its scheduler
@@ -11,11 +11,12 @@
 //
 // Lifetime: the service's handler creates it, calls Start and returns it to
 // gRPC; it deletes itself in OnDone after removing its request from the
-// registry, so no scheduler callback reaches it afterwards.
+// registry, so no result is delivered to it afterwards.
 //
-// Thread-safety: OnFinished runs on a scheduler thread (under the registry's
-// mutex), OnCancel on a gRPC thread, concurrently; mutex_ guards the state
-// they share. Finish is called outside mutex_ and, on gRPC's threads, last.
+// Thread-safety: OnFinished runs on the registry's delivery thread (under its
+// observer mutex), OnCancel on a gRPC thread, concurrently; mutex_ guards the
+// state they share. Finish is called outside mutex_ and, on gRPC's threads,
+// last.
 #ifndef TANDEM_COORDINATOR_GENERATE_UNARY_REACTOR_H_
 #define TANDEM_COORDINATOR_GENERATE_UNARY_REACTOR_H_
 
@@ -42,7 +43,7 @@ class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public Reque
   // As GenerateStreamReactor::Start.
   void Start(absl::StatusOr<AdmittedRequest> admitted);
 
-  // RequestObserver (scheduler thread).
+  // RequestObserver (the registry's delivery thread).
   void OnDelta(const CompletionDelta&) override {}
   void OnFinished(const RequestOutput& output) override;
 

@@ -5,14 +5,15 @@
 // GenerateRequest, lets the pool's Router pick a group, registers the call's
 // reactor (GenerateUnaryReactor, GenerateStreamReactor) for the request's
 // results and submits it through that group's SchedulerLoop; the scheduler
-// thread reports results through this class's RequestObserver callbacks to the
-// reactor, which answers the client. Proto types and gRPC status codes stop
-// here and in those reactors (DESIGN.md "Boundaries", "Errors").
+// thread reports results through this class's RequestObserver callbacks, which
+// the registry delivers to the reactor on its own thread; the reactor answers
+// the client. Proto types and gRPC status codes stop here and in those
+// reactors (DESIGN.md "Boundaries", "Errors").
 //
 // Thread-safety: the RPC handlers run on gRPC's callback threads,
 // concurrently, and never block on a request; OnDelta / OnFinished run on the
-// scheduler threads and never block beyond the registry's and a reactor's
-// mutex. StopAdmitting may be called from any thread.
+// scheduler threads and only queue. StopAdmitting may be called from any
+// thread.
 #ifndef TANDEM_COORDINATOR_INFERENCE_SERVICE_H_
 #define TANDEM_COORDINATOR_INFERENCE_SERVICE_H_
 
@@ -71,7 +72,7 @@ class InferenceService final : public tandem::v1::Inference::CallbackService,
                                       const tandem::v1::ModelInfoRequest* request,
                                       tandem::v1::ModelInfoResponse* response) override;
 
-  // RequestObserver (scheduler threads): forwarded to the request's reactor.
+  // RequestObserver (scheduler threads): queued for the request's reactor.
   void OnDelta(const CompletionDelta& delta) override;
   void OnFinished(const RequestOutput& output) override;
 

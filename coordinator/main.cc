@@ -15,7 +15,8 @@
 // validate, route (Router) and submit requests, and a reactor per call streams
 // its results, with no thread per call (tests/integration/
 // stream_threads_test.py: at most 32 threads with 1,000 streams open); one
-// scheduler thread per worker group (SchedulerLoop) owns
+// thread (RequestRegistry) hands the schedulers' results to the reactors and
+// starts their writes; one scheduler thread per worker group (SchedulerLoop) owns
 // that group's Scheduler, runs every step and, when the group's worker is
 // lost, reconnects it about once a second (in --local mode the model's thread
 // pool runs each forward under the one loop). Two discovery threads (worker

@@ -1,5 +1,5 @@
 // RequestStream: the results of one request waiting to be sent to its client:
-// what the scheduler thread produced (through the RequestObserver callbacks)
+// what the scheduler produced (through the RequestObserver callbacks)
 // since the stream's owner last took a batch, e.g. while a write to the client
 // was in flight.
 //

@@ -31,13 +31,15 @@ MAX_THREADS = 32
 RUNNING = 4  # --max-seqs
 NUM_CHANNELS = 4  # the streams share a few HTTP/2 connections, as clients do
 WAIT_S = 120
+CALL_TIMEOUT_S = 180  # bounds a call the server never ends
 
 
 def long_request(i):
-    """A request that cannot finish within the test: 4,000 tokens, no EOS."""
+    """A request that cannot finish within the test: 8,000 tokens (the context
+    is 8,192), no EOS."""
     return inference_pb2.GenerateRequest(
         request_id=f"stream-{i}", text=f"story {i}: once upon a time",
-        sampling=common_pb2.SamplingParams(max_tokens=4000, ignore_eos=True, temperature=0))
+        sampling=common_pb2.SamplingParams(max_tokens=8000, ignore_eos=True, temperature=0))
 
 
 def thread_count(pid):
@@ -89,8 +91,8 @@ class StreamThreadsTest(unittest.TestCase):
             # The first RUNNING calls fill the running batch and stream; the
             # rest queue behind them.
             for i in range(NUM_STREAMS):
-                calls.append(self.stubs[i % NUM_CHANNELS].GenerateStream(long_request(i),
-                                                                         timeout=300))
+                stub = self.stubs[i % NUM_CHANNELS]
+                calls.append(stub.GenerateStream(long_request(i), timeout=CALL_TIMEOUT_S))
                 if i + 1 == RUNNING:
                     for j, c in enumerate(calls):
                         self.assertEqual(next(c).request_id, f"stream-{j}")
@@ -134,8 +136,13 @@ class SigtermWithOpenStreamsTest(unittest.TestCase):
         channel = grpc.insecure_channel(server.address)
         try:
             stub = inference_pb2_grpc.InferenceStub(channel)
-            calls = [stub.GenerateStream(long_request(i), timeout=300) for i in range(8)]
-            self.assertEqual(next(calls[0]).request_id, "stream-0")
+            # RUNNING calls stream (read one message each), as many more queue.
+            calls = [stub.GenerateStream(long_request(i), timeout=CALL_TIMEOUT_S)
+                     for i in range(RUNNING)]
+            for j, c in enumerate(calls):
+                self.assertEqual(next(c).request_id, f"stream-{j}")
+            calls += [stub.GenerateStream(long_request(RUNNING + i), timeout=CALL_TIMEOUT_S)
+                      for i in range(RUNNING)]
             # Streams that cannot finish within the 10 s grace period are
             # cancelled by the server's Shutdown deadline; the process exits.
             self.assertEqual(server.terminate(60), 0, server.stderr()[-2000:])
