@@ -3,6 +3,9 @@
 // (port 0: the OS picks), grpc.health.v1 and server reflection enabled,
 // messages up to 256 MiB (a step of many long prompts exceeds gRPC's 4 MiB
 // default), and the server plus its named services marked SERVING.
+// Synchronous and callback-API services alike: a callback service's reactions
+// run on gRPC's own callback threads, never on the synchronous thread pool
+// (which serves only synchronous services, e.g. reflection).
 //
 // Thread-safety: call from the main thread before serving.
 #ifndef TANDEM_COMMON_GRPC_SERVER_H_

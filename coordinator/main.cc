@@ -10,16 +10,21 @@
 //
 // Thread model: the main thread parses flags, builds everything, starts the
 // server, prints "tandem-coordinator listening on HOST:PORT" and then waits in
-// sigwait() for SIGTERM/SIGINT (blocked in every thread). gRPC's handler
-// threads parse, validate, route (Router) and submit requests and stream
-// their results; one scheduler thread per worker group (SchedulerLoop) owns
+// sigwait() for SIGTERM/SIGINT (blocked in every thread). The Inference
+// service runs on gRPC's callback API: gRPC's few callback threads parse,
+// validate, route (Router) and submit requests, and a reactor per call streams
+// its results, with no thread per call (tests/integration/
+// stream_threads_test.py: at most 32 threads with 1,000 streams open); one
+// thread (RequestRegistry) hands the schedulers' results to the reactors and
+// starts their writes; one scheduler thread per worker group (SchedulerLoop) owns
 // that group's Scheduler, runs every step and, when the group's worker is
 // lost, reconnects it about once a second (in --local mode the model's thread
 // pool runs each forward under the one loop). Two discovery threads (worker
 // groups, draft workers) re-resolve the targets and add, drain and drop
 // groups and drafts (WorkerGroupPool, DraftWorkerSet).
 // Shutdown: health NOT_SERVING, refuse new requests (UNAVAILABLE), server
-// Shutdown with a 10 s grace deadline for in-flight streams, stop discovery,
+// Shutdown with a 10 s grace deadline for in-flight streams (calls still open
+// then are cancelled, and their requests with them), stop discovery,
 // join the scheduler threads, exit 0.
 #include <algorithm>
 #include <cstdio>

@@ -1,78 +1,26 @@
 #include "coordinator/service/inference_service.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
-#include "protocol/beam_search_codec.h"
-#include "draft/api/speculative_spec.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
+#include "coordinator/service/generate_stream_reactor.h"
+#include "coordinator/service/generate_unary_reactor.h"
+#include "coordinator/service/output_proto.h"
+#include "protocol/generate_request_codec.h"
+#include "draft/api/speculative_spec.h"
 #include "engine/sampling/sampling_params.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
-#include "protocol/beam_search_codec.h"
-#include "protocol/sampling_codec.h"
 
 namespace tandem::coordinator {
 namespace {
 
 namespace pb = tandem::v1;
-
-pb::FinishReason ToProto(FinishReason r) {
-  switch (r) {
-    case FinishReason::kNone: return pb::FINISH_REASON_UNSPECIFIED;
-    case FinishReason::kStop: return pb::FINISH_REASON_STOP;
-    case FinishReason::kLength: return pb::FINISH_REASON_LENGTH;
-    case FinishReason::kCancelled: return pb::FINISH_REASON_CANCELLED;
-    case FinishReason::kError: return pb::FINISH_REASON_ERROR;
-  }
-  return pb::FINISH_REASON_UNSPECIFIED;
-}
-
-void AddLogprobs(const std::vector<PositionLogprobs>& from,
-                 google::protobuf::RepeatedPtrField<pb::PositionLogprobs>* to) {
-  for (const PositionLogprobs& p : from) {
-    pb::PositionLogprobs* out = to->Add();
-    out->set_token(p.token);
-    out->set_logprob(p.logprob);
-    for (const sampling::TokenLogprob& t : p.top) {
-      pb::TokenLogprob* alt = out->add_top_logprobs();
-      alt->set_token(t.token);
-      alt->set_logprob(t.logprob);
-    }
-  }
-}
-
-void FillCompletion(const Completion& c, int32_t index, int32_t top_k, pb::Completion* out) {
-  out->set_index(index);
-  out->set_text(c.text);
-  out->mutable_token_ids()->Add(c.token_ids.begin(), c.token_ids.end());
-  out->set_finish_reason(ToProto(c.finish_reason));
-  if (top_k > 0) AddLogprobs(c.logprobs, out->mutable_logprobs());
-  if (c.score.has_value()) out->set_score(*c.score);
-}
-
-void FillUsage(const RequestOutput& out, pb::Usage* usage, pb::RequestTimings* timings) {
-  int64_t completion_tokens = 0;
-  for (const Completion& c : out.completions) completion_tokens += c.token_ids.size();
-  const int64_t prompt_tokens = static_cast<int64_t>(out.prompt_token_ids.size());
-  usage->set_prompt_tokens(prompt_tokens);
-  usage->set_completion_tokens(completion_tokens);
-  usage->set_total_tokens(prompt_tokens + completion_tokens);
-  usage->set_cached_prompt_tokens(out.prefix_hit_tokens);
-  // The scheduler reports no admission time yet, so queue_ms stays 0.
-  timings->set_queue_ms(out.queue_ms);
-  timings->set_time_to_first_token_ms(out.time_to_first_token_ms);
-  timings->set_latency_ms(out.latency_ms);
-}
-
-const char* DecodingModeName(pb::DecodingMode mode) {
-  const std::string& name = pb::DecodingMode_Name(mode);
-  return name.empty() ? "unknown" : name.c_str();
-}
 
 }  // namespace
 
@@ -108,17 +56,9 @@ absl::StatusOr<std::vector<int32_t>> InferenceService::PromptTokens(
       "prompt is not set: exactly one of text, token_ids or chat is required");
 }
 
-void InferenceService::OnDelta(const CompletionDelta& delta) {
-  absl::MutexLock lock(&registry_mutex_);
-  auto it = streams_.find(delta.id);
-  if (it != streams_.end()) it->second->PushDelta(delta);
-}
+void InferenceService::OnDelta(const CompletionDelta& delta) { registry_.OnDelta(delta); }
 
-void InferenceService::OnFinished(const RequestOutput& output) {
-  absl::MutexLock lock(&registry_mutex_);
-  auto it = streams_.find(output.id);
-  if (it != streams_.end()) it->second->PushFinished(output);
-}
+void InferenceService::OnFinished(const RequestOutput& output) { registry_.OnFinished(output); }
 
 absl::Status InferenceService::CheckRequestedDraft(const std::string& requested) const {
   if (requested.empty()) return absl::OkStatus();
@@ -143,171 +83,91 @@ absl::Status InferenceService::CheckRequestedDraft(const std::string& requested)
       absl::StrJoin(kinds, ", ")));
 }
 
-grpc::Status InferenceService::Run(grpc::ServerContext* context, const pb::GenerateRequest& request,
-                                   const Emit& emit) {
-  if (!admitting_.load()) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        "the coordinator is shutting down and admits no new requests");
-  }
-  if (request.decoding_mode() == pb::DECODING_MODE_SPECULATIVE) {
-    const pb::SpeculativeOptions& spec = request.speculative();
-    if (absl::Status s = CheckRequestedDraft(spec.draft()); !s.ok()) return ToGrpcStatus(s);
-    if (spec.num_speculative_tokens() < 0 || spec.num_speculative_tokens() > 64) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          absl::StrFormat("speculative.num_speculative_tokens %d is out of range: "
-                                          "must be in [0, 64]",
-                                          spec.num_speculative_tokens()));
-    }
-  }
-  absl::StatusOr<std::vector<int32_t>> prompt = PromptTokens(request);
-  if (!prompt.ok()) return ToGrpcStatus(prompt.status());
-
-  GenerateRequest native;
+absl::StatusOr<GenerateRequest> InferenceService::Parse(const pb::GenerateRequest& request) {
+  ASSIGN_OR_RETURN(GenerateRequest native, protocol::GenerateRequestFromProto(request));
+  RETURN_IF_ERROR(CheckRequestedDraft(native.draft));
+  ASSIGN_OR_RETURN(native.prompt_tokens, PromptTokens(request));
   native.id = RequestId(next_request_id_.fetch_add(1));
-  native.prompt_tokens = *std::move(prompt);
-  native.params = protocol::SamplingParamsFromProto(request.sampling());
-  native.priority = request.priority();
-  if (request.decoding_mode() == pb::DECODING_MODE_BEAM_SEARCH) {
-    absl::StatusOr<BeamSearchParams> beam =
-        protocol::BeamSearchParamsFromProto(request.beam_search());
-    if (!beam.ok()) return ToGrpcStatus(beam.status());
-    native.beam = *beam;
-  }
-  if (request.decoding_mode() == pb::DECODING_MODE_SPECULATIVE) {
-    const pb::SpeculativeOptions& spec = request.speculative();
-    if (spec.off()) {
-      native.num_speculative_tokens = 0;
-    } else if (spec.num_speculative_tokens() > 0) {
-      native.num_speculative_tokens = spec.num_speculative_tokens();
-    }
-    native.draft = spec.draft();
-  }
-  const RequestId id = native.id;
-
-  RequestStream stream;
-  {
-    absl::MutexLock lock(&registry_mutex_);
-    streams_[id] = &stream;
-  }
-  auto unregister = [&] {
-    absl::MutexLock lock(&registry_mutex_);
-    streams_.erase(id);
-  };
-  // Held until the request is over: the group outlives it even if
-  // discovery drops the group meanwhile.
-  absl::StatusOr<std::shared_ptr<WorkerGroupEntry>> group = pool_->Route(native.prompt_tokens);
-  if (!group.ok()) {
-    unregister();
-    return ToGrpcStatus(group.status());
-  }
-  SchedulerLoop* loop = (*group)->loop.get();
-  if (absl::Status s = loop->Submit(std::move(native)); !s.ok()) {
-    unregister();
-    return ToGrpcStatus(s);
-  }
-  TANDEM_LOG(kVerbose, "request %d submitted to group %s", id.value(), (*group)->name);
-
-  // The deadline is checked here; cancellation is polled between waits
-  // because the synchronous API has no cancellation callback. A wait returns
-  // at once when the scheduler produces something.
-  const absl::Time deadline = context->deadline() == std::chrono::system_clock::time_point::max()
-                                  ? absl::InfiniteFuture()
-                                  : absl::FromChrono(context->deadline());
-  constexpr absl::Duration kCancelPoll = absl::Milliseconds(50);
-  grpc::Status result = grpc::Status::OK;
-  bool cancelled = false;
-  while (true) {
-    RequestStream::Batch batch = stream.Wait(std::min(deadline, absl::Now() + kCancelPoll));
-    const RequestOutput* done = batch.finished ? &*batch.finished : nullptr;
-    if (!batch.deltas.empty() || done != nullptr) {
-      if (!emit(batch.deltas, done)) {
-        cancelled = true;
-        result = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
-        break;
-      }
-    }
-    if (done != nullptr) {
-      if (!done->status.ok()) result = ToGrpcStatus(done->status);
-      break;
-    }
-    if (context->IsCancelled()) {
-      cancelled = true;
-      result = grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the request");
-      break;
-    }
-    if (absl::Now() >= deadline) {
-      cancelled = true;
-      result = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                            "the request's deadline passed before it finished");
-      break;
-    }
-  }
-  if (cancelled) {
-    TANDEM_LOG(kInfo, "request %d: %s", id.value(), result.error_message());
-    loop->Cancel(id);
-  }
-  unregister();
-  return result;
+  return native;
 }
 
-grpc::Status InferenceService::GenerateStream(grpc::ServerContext* context,
-                                              const pb::GenerateRequest* request,
-                                              grpc::ServerWriter<pb::GenerateStreamResponse>* writer) {
-  const std::string& client_id = request->request_id();
-  const int32_t top_k = request->sampling().has_logprobs() ? request->sampling().logprobs() : 0;
-  auto emit = [&](std::vector<CompletionDelta>& deltas, const RequestOutput* done) {
-    pb::GenerateStreamResponse msg;
-    msg.set_request_id(client_id);
-    for (CompletionDelta& d : deltas) {
-      pb::CompletionDelta* out = msg.add_deltas();
-      out->set_index(d.index);
-      out->set_text(std::move(d.text));
-      out->mutable_token_ids()->Add(d.token_ids.begin(), d.token_ids.end());
-      if (top_k > 0) AddLogprobs(d.logprobs, out->mutable_logprobs());
-      out->set_finish_reason(ToProto(d.finish_reason));
-      out->set_replace(d.replace);
-    }
-    if (done != nullptr) {
-      FillUsage(*done, msg.mutable_usage(), msg.mutable_timings());
-      msg.set_error(std::string(done->status.message()));
-      if (request->decoding_mode() == pb::DECODING_MODE_BEAM_SEARCH) {
-        for (size_t i = 0; i < done->completions.size(); ++i) {
-          FillCompletion(done->completions[i], static_cast<int32_t>(i), top_k,
-                         msg.add_sequences());
-        }
-      }
-    } else if (msg.deltas_size() == 0) {
-      return true;
-    }
-    return writer->Write(msg);
-  };
-  return Run(context, *request, emit);
+OutputFormat InferenceService::FormatOf(const pb::GenerateRequest& request) {
+  OutputFormat format = OutputFormatOf(request);
+  if (format.request_id.empty()) {
+    format.request_id = absl::StrCat("tandem-", next_request_name_.fetch_add(1));
+  }
+  return format;
 }
 
-grpc::Status InferenceService::Generate(grpc::ServerContext* context,
-                                        const pb::GenerateRequest* request,
-                                        pb::GenerateResponse* response) {
-  const int32_t top_k = request->sampling().has_logprobs() ? request->sampling().logprobs() : 0;
-  auto emit = [&](std::vector<CompletionDelta>&, const RequestOutput* done) {
-    if (done == nullptr) return true;
-    response->set_request_id(request->request_id());
-    for (size_t i = 0; i < done->completions.size(); ++i) {
-      FillCompletion(done->completions[i], static_cast<int32_t>(i), top_k,
-                     response->add_completions());
-    }
-    FillUsage(*done, response->mutable_usage(), response->mutable_timings());
-    response->set_error(std::string(done->status.message()));
-    return true;
-  };
-  return Run(context, *request, emit);
+absl::StatusOr<AdmittedRequest> InferenceService::Admit(const pb::GenerateRequest& request,
+                                                        const OutputFormat& format,
+                                                        RequestObserver* observer) {
+  if (!admitting_.load()) {
+    return absl::UnavailableError("the coordinator is shutting down and admits no new requests");
+  }
+  ASSIGN_OR_RETURN(GenerateRequest native, Parse(request));
+  AdmittedRequest admitted;
+  admitted.id = native.id;
+  ASSIGN_OR_RETURN(admitted.group, pool_->Route(native.prompt_tokens));
+  // Registered first: the scheduler may report results before Submit returns.
+  registry_.Add(admitted.id, observer);
+  if (absl::Status s = admitted.group->loop->Submit(std::move(native)); !s.ok()) {
+    registry_.Remove(admitted.id);
+    return s;
+  }
+  TANDEM_LOG(kVerbose, "request %d (request_id %s) submitted to group %s", admitted.id.value(),
+             format.request_id, admitted.group->name);
+  return admitted;
 }
 
-grpc::Status InferenceService::Tokenize(grpc::ServerContext*, const pb::TokenizeRequest* request,
-                                        pb::TokenizeResponse* response) {
+grpc::ServerWriteReactor<pb::GenerateStreamResponse>* InferenceService::GenerateStream(
+    grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
+  const OutputFormat format = FormatOf(*request);
+  auto* reactor = new GenerateStreamReactor(context, format, &registry_);
+  reactor->Start(Admit(*request, format, reactor));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::Generate(grpc::CallbackServerContext* context,
+                                                     const pb::GenerateRequest* request,
+                                                     pb::GenerateResponse* response) {
+  const OutputFormat format = FormatOf(*request);
+  auto* reactor = new GenerateUnaryReactor(context, format, response, &registry_);
+  reactor->Start(Admit(*request, format, reactor));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext* context,
+                                                     const pb::TokenizeRequest* request,
+                                                     pb::TokenizeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(TokenizeNow(*request, response));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerContext* context,
+                                                       const pb::DetokenizeRequest* request,
+                                                       pb::DetokenizeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(DetokenizeNow(*request, response));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelInfo(grpc::CallbackServerContext* context,
+                                                      const pb::ModelInfoRequest*,
+                                                      pb::ModelInfoResponse* response) {
+  ModelInfoNow(response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::Status InferenceService::TokenizeNow(const pb::TokenizeRequest& request,
+                                           pb::TokenizeResponse* response) const {
   pb::GenerateRequest as_generate;
-  switch (request->input_case()) {
-    case pb::TokenizeRequest::kText: as_generate.set_text(request->text()); break;
-    case pb::TokenizeRequest::kChat: *as_generate.mutable_chat() = request->chat(); break;
+  switch (request.input_case()) {
+    case pb::TokenizeRequest::kText: as_generate.set_text(request.text()); break;
+    case pb::TokenizeRequest::kChat: *as_generate.mutable_chat() = request.chat(); break;
     case pb::TokenizeRequest::INPUT_NOT_SET:
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "input is not set: exactly one of text or chat is required");
@@ -318,10 +178,9 @@ grpc::Status InferenceService::Tokenize(grpc::ServerContext*, const pb::Tokenize
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceService::Detokenize(grpc::ServerContext*,
-                                          const pb::DetokenizeRequest* request,
-                                          pb::DetokenizeResponse* response) {
-  for (int32_t id : request->token_ids()) {
+grpc::Status InferenceService::DetokenizeNow(const pb::DetokenizeRequest& request,
+                                             pb::DetokenizeResponse* response) const {
+  for (int32_t id : request.token_ids()) {
     if (id < 0 || id >= tokenizer_->vocab_size()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           absl::StrFormat("token id %d is out of range: the vocabulary has %d "
@@ -331,16 +190,15 @@ grpc::Status InferenceService::Detokenize(grpc::ServerContext*,
   }
   // The incremental detokenizer replaces invalid UTF-8 with U+FFFD, which a
   // proto string field requires.
-  tokenizer::IncrementalDetokenizer detok(*tokenizer_, request->skip_special_tokens());
+  tokenizer::IncrementalDetokenizer detok(*tokenizer_, request.skip_special_tokens());
   std::string text;
-  for (int32_t id : request->token_ids()) text += detok.Append(id);
+  for (int32_t id : request.token_ids()) text += detok.Append(id);
   text += detok.Flush();
   response->set_text(std::move(text));
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceService::ModelInfo(grpc::ServerContext*, const pb::ModelInfoRequest*,
-                                         pb::ModelInfoResponse* response) {
+void InferenceService::ModelInfoNow(pb::ModelInfoResponse* response) const {
   response->set_model_name(info_.model_name);
   response->set_vocab_size(info_.vocab_size);
   response->set_context_length(info_.context_length);
@@ -375,7 +233,6 @@ grpc::Status InferenceService::ModelInfo(grpc::ServerContext*, const pb::ModelIn
       out->set_model_name(d.model_name);
     }
   }
-  return grpc::Status::OK;
 }
 
 }  // namespace tandem::coordinator

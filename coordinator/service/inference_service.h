@@ -1,14 +1,19 @@
 // InferenceService: the public tandem.v1.Inference gRPC API over one or more
 // worker groups (a WorkerGroupPool), each driven by its own Scheduler and
-// SchedulerLoop. Handler threads parse and validate each request into a
-// native GenerateRequest, let the pool's Router pick a group, submit it
-// through that group's SchedulerLoop and drain the request's RequestStream, which the scheduler thread fills through this
-// class's RequestObserver callbacks. Proto types and gRPC status codes stop
-// here (DESIGN.md "Boundaries", "Errors").
+// SchedulerLoop, on gRPC's callback API: no thread per call. A Generate or
+// GenerateStream handler parses and validates the request into a native
+// GenerateRequest, lets the pool's Router pick a group, registers the call's
+// reactor (GenerateUnaryReactor, GenerateStreamReactor) for the request's
+// results and submits it through that group's SchedulerLoop; the scheduler
+// thread reports results through this class's RequestObserver callbacks, which
+// the registry delivers to the reactor on its own thread; the reactor answers
+// the client. Proto types and gRPC status codes stop here and in those
+// reactors (DESIGN.md "Boundaries", "Errors").
 //
-// Thread-safety: the RPC methods run on gRPC's handler threads, concurrently;
-// OnDelta / OnFinished run on the scheduler thread and never block beyond the
-// registry mutex. StopAdmitting may be called from any thread.
+// Thread-safety: the RPC handlers run on gRPC's callback threads,
+// concurrently, and never block on a request; OnDelta / OnFinished run on the
+// scheduler threads and only queue. StopAdmitting may be called from any
+// thread.
 #ifndef TANDEM_COORDINATOR_SERVICE_INFERENCE_SERVICE_H_
 #define TANDEM_COORDINATOR_SERVICE_INFERENCE_SERVICE_H_
 
@@ -17,13 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "coordinator/scheduler/request.h"
-#include "coordinator/service/request_stream.h"
+#include "coordinator/service/admitted_request.h"
 #include "coordinator/cluster/draft_worker_set.h"
+#include "coordinator/scheduler/request.h"
+#include "coordinator/service/request_registry.h"
+#include "coordinator/service/output_proto.h"
 #include "coordinator/scheduler/worker_group.h"
 #include "coordinator/cluster/worker_group_pool.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
@@ -31,58 +35,72 @@
 
 namespace tandem::coordinator {
 
-class InferenceService final : public tandem::v1::Inference::Service, public RequestObserver {
+class InferenceService final : public tandem::v1::Inference::CallbackService,
+                               public RequestObserver {
  public:
   // `tokenizer` and `info` describe the served model and must outlive the
   // service. Call set_pool() before serving.
   InferenceService(const tokenizer::Tokenizer* tokenizer, const WorkerGroupInfo& info);
 
-  // The groups requests run on, whose schedulers report to this service;
-  // `drafts` (may be null) the draft workers ModelInfo lists. Both must
-  // outlive the server's handlers. Call before serving.
   // The kind (draft::DraftKindOfName) of the coordinator's in-process draft
   // (--speculative), if any; with the draft workers and n-gram drafting it
   // is what a request's speculative.draft may name.
   void set_local_draft_kind(std::string kind) { local_draft_kind_ = std::move(kind); }
+  // The groups requests run on, whose schedulers report to this service;
+  // `drafts` (may be null) the draft workers ModelInfo lists. Both must
+  // outlive the server's handlers. Call before serving.
   void set_pool(WorkerGroupPool* pool, const DraftWorkerSet* drafts) {
     pool_ = pool;
     drafts_ = drafts;
   }
   // New generation requests are refused with UNAVAILABLE from now on
-  // (SIGTERM); requests already admitted run to completion.
+  // (SIGTERM); requests already admitted run on until they finish or the
+  // server's Shutdown deadline cancels their calls.
   void StopAdmitting() { admitting_.store(false); }
 
-  grpc::Status Generate(grpc::ServerContext* context, const tandem::v1::GenerateRequest* request,
-                        tandem::v1::GenerateResponse* response) override;
-  grpc::Status GenerateStream(grpc::ServerContext* context,
-                              const tandem::v1::GenerateRequest* request,
-                              grpc::ServerWriter<tandem::v1::GenerateStreamResponse>* writer) override;
-  grpc::Status Tokenize(grpc::ServerContext* context, const tandem::v1::TokenizeRequest* request,
-                        tandem::v1::TokenizeResponse* response) override;
-  grpc::Status Detokenize(grpc::ServerContext* context,
-                          const tandem::v1::DetokenizeRequest* request,
-                          tandem::v1::DetokenizeResponse* response) override;
-  grpc::Status ModelInfo(grpc::ServerContext* context, const tandem::v1::ModelInfoRequest* request,
-                         tandem::v1::ModelInfoResponse* response) override;
+  grpc::ServerUnaryReactor* Generate(grpc::CallbackServerContext* context,
+                                     const tandem::v1::GenerateRequest* request,
+                                     tandem::v1::GenerateResponse* response) override;
+  grpc::ServerWriteReactor<tandem::v1::GenerateStreamResponse>* GenerateStream(
+      grpc::CallbackServerContext* context, const tandem::v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const tandem::v1::TokenizeRequest* request,
+                                     tandem::v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* context,
+                                       const tandem::v1::DetokenizeRequest* request,
+                                       tandem::v1::DetokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* ModelInfo(grpc::CallbackServerContext* context,
+                                      const tandem::v1::ModelInfoRequest* request,
+                                      tandem::v1::ModelInfoResponse* response) override;
 
-  // RequestObserver (scheduler thread).
+  // RequestObserver (scheduler threads): queued for the request's reactor.
   void OnDelta(const CompletionDelta& delta) override;
   void OnFinished(const RequestOutput& output) override;
 
  private:
-  // Called once per stream message: deltas (empty on the last message when
-  // nothing is left) and, on the last one, the output. Returns false when the
-  // client is gone.
-  using Emit = std::function<bool(std::vector<CompletionDelta>& deltas, const RequestOutput* done)>;
-
-  // Parses, submits, drains the stream into `emit` until the request is over;
-  // honors the deadline and cancellation.
+  // Parses and validates `request`, routes it to a group, registers
+  // `observer` for its results and submits it. UNAVAILABLE while not
+  // admitting or with no healthy group; INVALID_ARGUMENT for a bad request,
+  // naming the value; the scheduler's refusal otherwise. On error nothing
+  // stays registered.
+  absl::StatusOr<AdmittedRequest> Admit(const tandem::v1::GenerateRequest& request,
+                                        const OutputFormat& format,
+                                        RequestObserver* observer);
+  // The native request of a validated `request`, with a fresh id.
+  absl::StatusOr<GenerateRequest> Parse(const tandem::v1::GenerateRequest& request);
+  // The response format of `request`; an empty request_id gets a
+  // server-assigned one (echoed in every response and logged).
+  OutputFormat FormatOf(const tandem::v1::GenerateRequest& request);
   // InvalidArgument unless `requested` (a request's speculative.draft) is
   // empty or a draft kind that runs here, naming the kinds that do.
   absl::Status CheckRequestedDraft(const std::string& requested) const;
-  grpc::Status Run(grpc::ServerContext* context, const tandem::v1::GenerateRequest& request,
-                   const Emit& emit);
   absl::StatusOr<std::vector<int32_t>> PromptTokens(const tandem::v1::GenerateRequest& request) const;
+  // The bodies of the unary RPCs that answer at once.
+  grpc::Status TokenizeNow(const tandem::v1::TokenizeRequest& request,
+                           tandem::v1::TokenizeResponse* response) const;
+  grpc::Status DetokenizeNow(const tandem::v1::DetokenizeRequest& request,
+                             tandem::v1::DetokenizeResponse* response) const;
+  void ModelInfoNow(tandem::v1::ModelInfoResponse* response) const;
 
   const tokenizer::Tokenizer* tokenizer_;
   WorkerGroupInfo info_;
@@ -91,11 +109,9 @@ class InferenceService final : public tandem::v1::Inference::Service, public Req
   std::string local_draft_kind_;
   std::atomic<bool> admitting_{true};
   std::atomic<int64_t> next_request_id_{1};
-
-  absl::Mutex registry_mutex_;
-  // Streams of the requests in flight; a handler registers before Submit and
-  // unregisters before returning, so callbacks never outlive their stream.
-  absl::flat_hash_map<RequestId, RequestStream*> streams_ ABSL_GUARDED_BY(registry_mutex_);
+  std::atomic<int64_t> next_request_name_{1};  // server-assigned request_id values
+  // The reactors of the requests in flight, by request id.
+  RequestRegistry registry_;
 };
 
 }  // namespace tandem::coordinator

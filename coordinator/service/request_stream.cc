@@ -1,9 +1,10 @@
 #include "coordinator/service/request_stream.h"
 
+#include <utility>
+
 namespace tandem::coordinator {
 
 void RequestStream::PushDelta(const CompletionDelta& delta) {
-  absl::MutexLock lock(&mutex_);
   auto [it, inserted] = pending_.try_emplace(delta.index, delta);
   if (inserted) return;
   CompletionDelta& merged = it->second;
@@ -18,21 +19,17 @@ void RequestStream::PushDelta(const CompletionDelta& delta) {
 }
 
 void RequestStream::PushFinished(const RequestOutput& output) {
-  absl::MutexLock lock(&mutex_);
   finished_ = output;
+  finished_pushed_ = true;
 }
 
-RequestStream::Batch RequestStream::Wait(absl::Time deadline) {
-  absl::MutexLock lock(&mutex_);
-  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return HasPending(); };
-  mutex_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+RequestStream::Batch RequestStream::Take() {
   Batch batch;
+  batch.deltas.reserve(pending_.size());
   for (auto& [index, delta] : pending_) batch.deltas.push_back(std::move(delta));
   pending_.clear();
-  if (finished_.has_value() && !finished_taken_) {
-    batch.finished = std::move(*finished_);
-    finished_taken_ = true;
-  }
+  batch.finished = std::move(finished_);
+  finished_.reset();
   return batch;
 }
 

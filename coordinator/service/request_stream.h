@@ -1,13 +1,14 @@
-// RequestStream: the hand-off of one request's results from the scheduler
-// thread (producer, through the RequestObserver) to the gRPC handler thread
-// that streams them (consumer).
+// RequestStream: the results of one request waiting to be sent to its client:
+// what the scheduler produced (through the RequestObserver callbacks)
+// since the stream's owner last took a batch, e.g. while a write to the client
+// was in flight.
 //
-// Bounded without ever blocking the producer: deltas of the same completion
-// index are coalesced (text and token ids appended) while the consumer has not
-// taken them, so the queue holds at most one pending delta per index (n <= 128)
-// plus the final output, however slow the client reads.
+// Bounded however slow the client reads: deltas of the same completion index
+// are coalesced (text, token ids and logprobs appended; a replacing delta
+// replaces), so the buffer holds at most one pending delta per index
+// (n <= 128) plus the final output.
 //
-// Thread-safety: every method is safe to call from any thread.
+// Thread-safety: none; the owner guards it (GenerateStreamReactor's mutex).
 #ifndef TANDEM_COORDINATOR_SERVICE_REQUEST_STREAM_H_
 #define TANDEM_COORDINATOR_SERVICE_REQUEST_STREAM_H_
 
@@ -15,40 +16,34 @@
 #include <optional>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "coordinator/scheduler/request.h"
 
 namespace tandem::coordinator {
 
 class RequestStream {
  public:
-  // What the consumer takes in one Wait: the pending deltas (by index) and,
-  // once the request is over, its output.
+  // What the owner takes at once: the pending deltas (by index) and, once
+  // the request is over, its output.
   struct Batch {
     std::vector<CompletionDelta> deltas;
     std::optional<RequestOutput> finished;
   };
 
-  // Producer side (scheduler thread).
   void PushDelta(const CompletionDelta& delta);
   void PushFinished(const RequestOutput& output);
 
-  // Consumer side. Waits until something is pending or `deadline` passes;
-  // returns what is pending (possibly nothing on timeout). After the finished
-  // output was returned once, further calls return an empty batch at once.
-  Batch Wait(absl::Time deadline);
+  // True when Take would return deltas or the final output.
+  bool HasPending() const { return !pending_.empty() || finished_.has_value(); }
+  // True once the final output was pushed (taken or not).
+  bool finished() const { return finished_pushed_; }
+  // Everything pending, deltas by index; empties the buffer. The final
+  // output is returned once.
+  Batch Take();
 
  private:
-  bool HasPending() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
-    return !pending_.empty() || (finished_.has_value() && !finished_taken_);
-  }
-
-  absl::Mutex mutex_;
-  std::map<int32_t, CompletionDelta> pending_ ABSL_GUARDED_BY(mutex_);
-  std::optional<RequestOutput> finished_ ABSL_GUARDED_BY(mutex_);
-  bool finished_taken_ ABSL_GUARDED_BY(mutex_) = false;
+  std::map<int32_t, CompletionDelta> pending_;
+  std::optional<RequestOutput> finished_;
+  bool finished_pushed_ = false;
 };
 
 }  // namespace tandem::coordinator

@@ -1,0 +1,61 @@
+#include "coordinator/service/generate_unary_reactor.h"
+
+#include <utility>
+
+#include "common/grpc_status.h"
+
+namespace tandem::coordinator {
+
+GenerateUnaryReactor::GenerateUnaryReactor(grpc::CallbackServerContext* context,
+                                           OutputFormat format,
+                                           tandem::v1::GenerateResponse* response,
+                                           RequestRegistry* registry)
+    : context_(context), format_(std::move(format)), registry_(registry), response_(response) {}
+
+void GenerateUnaryReactor::Start(absl::StatusOr<AdmittedRequest> admitted) {
+  if (!admitted.ok()) {
+    {
+      absl::MutexLock lock(&mutex_);
+      finishing_ = true;
+    }
+    Finish(ToGrpcStatus(admitted.status()));
+    return;
+  }
+  absl::MutexLock lock(&mutex_);
+  admitted_ = *std::move(admitted);
+}
+
+void GenerateUnaryReactor::OnFinished(const RequestOutput& output) {
+  {
+    absl::MutexLock lock(&mutex_);
+    if (finishing_) return;
+    finishing_ = true;
+    FillGenerateResponse(output, format_, response_);
+  }
+  Finish(ToGrpcStatus(output.status));
+}
+
+void GenerateUnaryReactor::OnCancel() {
+  const grpc::Status status = ClientGoneStatus(*context_);
+  std::optional<AdmittedRequest> to_cancel;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (finishing_) return;
+    finishing_ = true;
+    to_cancel = admitted_;
+  }
+  if (to_cancel.has_value()) to_cancel->Cancel(status);
+  Finish(status);
+}
+
+void GenerateUnaryReactor::OnDone() {
+  std::optional<RequestId> id;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (admitted_.has_value()) id = admitted_->id;
+  }
+  if (id.has_value()) registry_->Remove(*id);
+  delete this;
+}
+
+}  // namespace tandem::coordinator

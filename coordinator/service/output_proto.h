@@ -1,0 +1,37 @@
+// Native request results → the tandem.v1 replies of Generate and
+// GenerateStream, shaped by what the request asked for (OutputFormat).
+//
+// Thread-safety: plain functions.
+#ifndef TANDEM_COORDINATOR_SERVICE_OUTPUT_PROTO_H_
+#define TANDEM_COORDINATOR_SERVICE_OUTPUT_PROTO_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "coordinator/scheduler/request.h"
+#include "tandem/v1/inference.pb.h"
+
+namespace tandem::coordinator {
+
+// What of a request shapes its replies.
+struct OutputFormat {
+  std::string request_id;  // the client's, echoed
+  int32_t top_logprobs = 0;  // sampling.logprobs; 0: no logprobs
+  bool beam_search = false;  // final stream message lists every sequence
+};
+OutputFormat OutputFormatOf(const tandem::v1::GenerateRequest& request);
+
+// One GenerateStream message: `deltas` (moved from) and, on the last
+// message, the request's output `done` (usage, timings, the error message,
+// beam sequences); `done` is null before.
+void FillStreamResponse(std::vector<CompletionDelta>& deltas, const RequestOutput* done,
+                        const OutputFormat& format, tandem::v1::GenerateStreamResponse* out);
+
+// The Generate reply for the finished request `done`.
+void FillGenerateResponse(const RequestOutput& done, const OutputFormat& format,
+                          tandem::v1::GenerateResponse* out);
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_SERVICE_OUTPUT_PROTO_H_
