@@ -39,7 +39,7 @@ inline constexpr int32_t kMinBeams = 2;
 inline constexpr int32_t kMaxBeams = 32;
 
 struct BeamSearchParams {
-  int32_t num_beams = 2;             // [kMinBeams, kMaxBeams]
+  int32_t num_beams = 1;             // [kMinBeams, kMaxBeams] once beam search is requested
   int32_t num_beam_groups = 1;       // divides num_beams
   double diversity_penalty = 0.0;    // >= 0; needs num_beam_groups > 1 to matter
   double length_penalty = 1.0;       // exponent of the length in the hypothesis score
