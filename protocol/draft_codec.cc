@@ -19,11 +19,7 @@ coordinator::DraftProposal DraftProposalFromProto(const tandem::v1::Proposal& pr
   coordinator::DraftProposal p;
   for (const tandem::v1::DraftToken& t : proto.tokens()) {
     p.tokens.push_back(t.token());
-    sampling::DraftProbs q;
-    q.prob = t.prob();
-    q.support_tokens.assign(t.support_token_ids().begin(), t.support_token_ids().end());
-    q.support_probs.assign(t.support_probs().begin(), t.support_probs().end());
-    p.probs.push_back(std::move(q));
+    p.probs.push_back(DraftProbsFromProto(t));
   }
   return p;
 }
@@ -48,9 +44,7 @@ void DraftTokensToProto(const std::vector<draft::DraftToken>& tokens,
   for (const draft::DraftToken& t : tokens) {
     tandem::v1::DraftToken* pt = proposal->add_tokens();
     pt->set_token(t.token);
-    pt->set_prob(t.prob);
-    pt->mutable_support_token_ids()->Add(t.support_tokens.begin(), t.support_tokens.end());
-    pt->mutable_support_probs()->Add(t.support_probs.begin(), t.support_probs.end());
+    DraftProbsToProto(t, pt);
   }
 }
 

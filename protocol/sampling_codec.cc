@@ -43,18 +43,4 @@ sampling::SamplingParams SamplingParamsFromProto(const tandem::v1::SamplingParam
   return p;
 }
 
-void DraftProbsToProto(const sampling::DraftProbs& probs, tandem::v1::DraftProbs* proto) {
-  proto->set_prob(probs.prob);
-  proto->mutable_support_token_ids()->Add(probs.support_tokens.begin(), probs.support_tokens.end());
-  proto->mutable_support_probs()->Add(probs.support_probs.begin(), probs.support_probs.end());
-}
-
-sampling::DraftProbs DraftProbsFromProto(const tandem::v1::DraftProbs& proto) {
-  sampling::DraftProbs d;
-  d.prob = proto.prob();
-  d.support_tokens.assign(proto.support_token_ids().begin(), proto.support_token_ids().end());
-  d.support_probs.assign(proto.support_probs().begin(), proto.support_probs().end());
-  return d;
-}
-
 }  // namespace tandem::protocol

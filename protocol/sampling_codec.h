@@ -21,9 +21,25 @@ void SamplingParamsToProto(const sampling::SamplingParams& params,
 // ValidateSamplingParams with their vocabulary size.
 sampling::SamplingParams SamplingParamsFromProto(const tandem::v1::SamplingParams& proto);
 
-// q for one draft token. Not validated (sampling::ValidateDraftProbs).
-void DraftProbsToProto(const sampling::DraftProbs& probs, tandem::v1::DraftProbs* proto);
-sampling::DraftProbs DraftProbsFromProto(const tandem::v1::DraftProbs& proto);
+// q for one draft token, in a tandem.v1.DraftProbs (step requests) or a
+// tandem.v1.DraftToken (draft proposals; its token is set apart): both carry
+// prob, support_token_ids and support_probs. Not validated
+// (sampling::ValidateDraftProbs).
+// `Native` is sampling::DraftProbs or draft::DraftToken (the same fields).
+template <typename Native, typename Proto>
+void DraftProbsToProto(const Native& probs, Proto* proto) {
+  proto->set_prob(probs.prob);
+  proto->mutable_support_token_ids()->Add(probs.support_tokens.begin(), probs.support_tokens.end());
+  proto->mutable_support_probs()->Add(probs.support_probs.begin(), probs.support_probs.end());
+}
+template <typename Proto>
+sampling::DraftProbs DraftProbsFromProto(const Proto& proto) {
+  sampling::DraftProbs d;
+  d.prob = proto.prob();
+  d.support_tokens.assign(proto.support_token_ids().begin(), proto.support_token_ids().end());
+  d.support_probs.assign(proto.support_probs().begin(), proto.support_probs().end());
+  return d;
+}
 
 }  // namespace tandem::protocol
 

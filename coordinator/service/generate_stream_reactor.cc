@@ -8,20 +8,7 @@ namespace tandem::coordinator {
 
 GenerateStreamReactor::GenerateStreamReactor(grpc::CallbackServerContext* context,
                                              OutputFormat format, RequestRegistry* registry)
-    : context_(context), format_(std::move(format)), registry_(registry) {}
-
-void GenerateStreamReactor::Start(absl::StatusOr<AdmittedRequest> admitted) {
-  if (!admitted.ok()) {
-    {
-      absl::MutexLock lock(&mutex_);
-      finishing_ = true;
-    }
-    Finish(ToGrpcStatus(admitted.status()));
-    return;
-  }
-  absl::MutexLock lock(&mutex_);
-  admitted_ = *std::move(admitted);
-}
+    : AdmittedCall(context, std::move(format), registry) {}
 
 void GenerateStreamReactor::OnDelta(const CompletionDelta& delta) {
   {
@@ -98,16 +85,6 @@ void GenerateStreamReactor::Abort(grpc::Status status) {
   }
   if (to_cancel.has_value()) to_cancel->Cancel(status);
   if (finish_now) Finish(std::move(status));
-}
-
-void GenerateStreamReactor::OnDone() {
-  std::optional<RequestId> id;
-  {
-    absl::MutexLock lock(&mutex_);
-    if (admitted_.has_value()) id = admitted_->id;
-  }
-  if (id.has_value()) registry_->Remove(*id);
-  delete this;
 }
 
 }  // namespace tandem::coordinator

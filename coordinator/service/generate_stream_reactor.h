@@ -29,6 +29,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/service/admitted_call.h"
 #include "coordinator/service/admitted_request.h"
 #include "coordinator/service/output_proto.h"
 #include "coordinator/scheduler/request.h"
@@ -40,17 +41,11 @@
 namespace tandem::coordinator {
 
 class GenerateStreamReactor final
-    : public grpc::ServerWriteReactor<tandem::v1::GenerateStreamResponse>,
-      public RequestObserver {
+    : public AdmittedCall<grpc::ServerWriteReactor<tandem::v1::GenerateStreamResponse>> {
  public:
   // `context` is the call's; `registry` must outlive the call.
   GenerateStreamReactor(grpc::CallbackServerContext* context, OutputFormat format,
                         RequestRegistry* registry);
-
-  // The outcome of admitting the call's request, once, before the handler
-  // returns: an admitted request (already in `registry` with this reactor as
-  // its observer) streams; a refused one ends the call with its status.
-  void Start(absl::StatusOr<AdmittedRequest> admitted);
 
   // RequestObserver (the registry's delivery thread).
   void OnDelta(const CompletionDelta& delta) override;
@@ -59,7 +54,6 @@ class GenerateStreamReactor final
   // gRPC reactions.
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
-  void OnDone() override;
 
  private:
   // Starts a write of everything pending (with Finish when the output is
@@ -70,16 +64,8 @@ class GenerateStreamReactor final
   // flight completes if there is one. Idempotent.
   void Abort(grpc::Status status);
 
-  grpc::CallbackServerContext* const context_;
-  const OutputFormat format_;
-  RequestRegistry* const registry_;
-
-  absl::Mutex mutex_;
-  std::optional<AdmittedRequest> admitted_ ABSL_GUARDED_BY(mutex_);
   RequestStream stream_ ABSL_GUARDED_BY(mutex_);
   bool write_in_flight_ ABSL_GUARDED_BY(mutex_) = false;
-  // Set when the call's Finish is decided; nothing is written after.
-  bool finishing_ ABSL_GUARDED_BY(mutex_) = false;
   // Finish waiting for the write in flight (Abort during a write).
   std::optional<grpc::Status> finish_after_write_ ABSL_GUARDED_BY(mutex_);
   // The message gRPC is writing. Filled under mutex_ by the thread that sets

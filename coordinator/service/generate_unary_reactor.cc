@@ -10,20 +10,7 @@ GenerateUnaryReactor::GenerateUnaryReactor(grpc::CallbackServerContext* context,
                                            OutputFormat format,
                                            tandem::v1::GenerateResponse* response,
                                            RequestRegistry* registry)
-    : context_(context), format_(std::move(format)), registry_(registry), response_(response) {}
-
-void GenerateUnaryReactor::Start(absl::StatusOr<AdmittedRequest> admitted) {
-  if (!admitted.ok()) {
-    {
-      absl::MutexLock lock(&mutex_);
-      finishing_ = true;
-    }
-    Finish(ToGrpcStatus(admitted.status()));
-    return;
-  }
-  absl::MutexLock lock(&mutex_);
-  admitted_ = *std::move(admitted);
-}
+    : AdmittedCall(context, std::move(format), registry), response_(response) {}
 
 void GenerateUnaryReactor::OnFinished(const RequestOutput& output) {
   {
@@ -46,16 +33,6 @@ void GenerateUnaryReactor::OnCancel() {
   }
   if (to_cancel.has_value()) to_cancel->Cancel(status);
   Finish(status);
-}
-
-void GenerateUnaryReactor::OnDone() {
-  std::optional<RequestId> id;
-  {
-    absl::MutexLock lock(&mutex_);
-    if (admitted_.has_value()) id = admitted_->id;
-  }
-  if (id.has_value()) registry_->Remove(*id);
-  delete this;
 }
 
 }  // namespace tandem::coordinator

@@ -25,6 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/service/admitted_call.h"
 #include "coordinator/service/admitted_request.h"
 #include "coordinator/service/output_proto.h"
 #include "coordinator/scheduler/request.h"
@@ -34,14 +35,11 @@
 
 namespace tandem::coordinator {
 
-class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public RequestObserver {
+class GenerateUnaryReactor final : public AdmittedCall<grpc::ServerUnaryReactor> {
  public:
   // `context` and `response` are the call's; `registry` must outlive the call.
   GenerateUnaryReactor(grpc::CallbackServerContext* context, OutputFormat format,
                        tandem::v1::GenerateResponse* response, RequestRegistry* registry);
-
-  // As GenerateStreamReactor::Start.
-  void Start(absl::StatusOr<AdmittedRequest> admitted);
 
   // RequestObserver (the registry's delivery thread).
   void OnDelta(const CompletionDelta&) override {}
@@ -49,17 +47,9 @@ class GenerateUnaryReactor final : public grpc::ServerUnaryReactor, public Reque
 
   // gRPC reactions.
   void OnCancel() override;
-  void OnDone() override;
 
  private:
-  grpc::CallbackServerContext* const context_;
-  const OutputFormat format_;
-  RequestRegistry* const registry_;
-
-  absl::Mutex mutex_;
-  std::optional<AdmittedRequest> admitted_ ABSL_GUARDED_BY(mutex_);
-  // Set when the call's Finish is decided; `response_` is then final.
-  bool finishing_ ABSL_GUARDED_BY(mutex_) = false;
+  // Final once finishing_ is set.
   tandem::v1::GenerateResponse* const response_;
 };
 

@@ -83,29 +83,29 @@ absl::Status InferenceService::CheckRequestedDraft(const std::string& requested)
       absl::StrJoin(kinds, ", ")));
 }
 
-absl::StatusOr<GenerateRequest> InferenceService::Parse(const pb::GenerateRequest& request) {
+absl::StatusOr<GenerateRequest> InferenceService::Parse(const pb::GenerateRequest& request,
+                                                        RequestId id) {
   ASSIGN_OR_RETURN(GenerateRequest native, protocol::GenerateRequestFromProto(request));
   RETURN_IF_ERROR(CheckRequestedDraft(native.draft));
   ASSIGN_OR_RETURN(native.prompt_tokens, PromptTokens(request));
-  native.id = RequestId(next_request_id_.fetch_add(1));
+  native.id = id;
   return native;
 }
 
-OutputFormat InferenceService::FormatOf(const pb::GenerateRequest& request) {
+OutputFormat InferenceService::FormatOf(const pb::GenerateRequest& request, RequestId id) {
   OutputFormat format = OutputFormatOf(request);
-  if (format.request_id.empty()) {
-    format.request_id = absl::StrCat("tandem-", next_request_name_.fetch_add(1));
-  }
+  if (format.request_id.empty()) format.request_id = absl::StrCat("tandem-", id.value());
   return format;
 }
 
 absl::StatusOr<AdmittedRequest> InferenceService::Admit(const pb::GenerateRequest& request,
+                                                        RequestId id,
                                                         const OutputFormat& format,
                                                         RequestObserver* observer) {
   if (!admitting_.load()) {
     return absl::UnavailableError("the coordinator is shutting down and admits no new requests");
   }
-  ASSIGN_OR_RETURN(GenerateRequest native, Parse(request));
+  ASSIGN_OR_RETURN(GenerateRequest native, Parse(request, id));
   AdmittedRequest admitted;
   admitted.id = native.id;
   ASSIGN_OR_RETURN(admitted.group, pool_->Route(native.prompt_tokens));
@@ -122,18 +122,20 @@ absl::StatusOr<AdmittedRequest> InferenceService::Admit(const pb::GenerateReques
 
 grpc::ServerWriteReactor<pb::GenerateStreamResponse>* InferenceService::GenerateStream(
     grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
-  const OutputFormat format = FormatOf(*request);
+  const RequestId id(next_request_id_.fetch_add(1));
+  const OutputFormat format = FormatOf(*request, id);
   auto* reactor = new GenerateStreamReactor(context, format, &registry_);
-  reactor->Start(Admit(*request, format, reactor));
+  reactor->Start(Admit(*request, id, format, reactor));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* InferenceService::Generate(grpc::CallbackServerContext* context,
                                                      const pb::GenerateRequest* request,
                                                      pb::GenerateResponse* response) {
-  const OutputFormat format = FormatOf(*request);
+  const RequestId id(next_request_id_.fetch_add(1));
+  const OutputFormat format = FormatOf(*request, id);
   auto* reactor = new GenerateUnaryReactor(context, format, response, &registry_);
-  reactor->Start(Admit(*request, format, reactor));
+  reactor->Start(Admit(*request, id, format, reactor));
   return reactor;
 }
 

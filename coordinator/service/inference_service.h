@@ -83,14 +83,14 @@ class InferenceService final : public tandem::v1::Inference::CallbackService,
   // admitting or with no healthy group; INVALID_ARGUMENT for a bad request,
   // naming the value; the scheduler's refusal otherwise. On error nothing
   // stays registered.
-  absl::StatusOr<AdmittedRequest> Admit(const tandem::v1::GenerateRequest& request,
+  absl::StatusOr<AdmittedRequest> Admit(const tandem::v1::GenerateRequest& request, RequestId id,
                                         const OutputFormat& format,
                                         RequestObserver* observer);
-  // The native request of a validated `request`, with a fresh id.
-  absl::StatusOr<GenerateRequest> Parse(const tandem::v1::GenerateRequest& request);
-  // The response format of `request`; an empty request_id gets a
-  // server-assigned one (echoed in every response and logged).
-  OutputFormat FormatOf(const tandem::v1::GenerateRequest& request);
+  // The native request of a validated `request`, with id `id`.
+  absl::StatusOr<GenerateRequest> Parse(const tandem::v1::GenerateRequest& request, RequestId id);
+  // The response format of `request`; an empty request_id becomes
+  // "tandem-ID" after the request's id (echoed in every response and logged).
+  static OutputFormat FormatOf(const tandem::v1::GenerateRequest& request, RequestId id);
   // InvalidArgument unless `requested` (a request's speculative.draft) is
   // empty or a draft kind that runs here, naming the kinds that do.
   absl::Status CheckRequestedDraft(const std::string& requested) const;
@@ -109,7 +109,6 @@ class InferenceService final : public tandem::v1::Inference::CallbackService,
   std::string local_draft_kind_;
   std::atomic<bool> admitting_{true};
   std::atomic<int64_t> next_request_id_{1};
-  std::atomic<int64_t> next_request_name_{1};  // server-assigned request_id values
   // The reactors of the requests in flight, by request id.
   RequestRegistry registry_;
 };

@@ -1,0 +1,75 @@
+// AdmittedCall<Reactor>: what the Generate reactors (GenerateStreamReactor,
+// GenerateUnaryReactor) share — the call's context, response format and
+// registry; the admitted request and the `finishing_` flag with the mutex that
+// guards them (and the derived reactor's own state); Start, which ends a call
+// whose request was refused; and OnDone, which takes the request out of the
+// registry and deletes the reactor.
+//
+// Thread-safety: as the derived reactors: gRPC reactions and the registry's
+// deliveries run concurrently, under mutex_; gRPC calls are made outside it.
+#ifndef TANDEM_COORDINATOR_SERVICE_ADMITTED_CALL_H_
+#define TANDEM_COORDINATOR_SERVICE_ADMITTED_CALL_H_
+
+#include <optional>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_status.h"
+#include "coordinator/scheduler/request.h"
+#include "coordinator/service/admitted_request.h"
+#include "coordinator/service/output_proto.h"
+#include "coordinator/service/request_registry.h"
+#include "grpcpp/grpcpp.h"
+
+namespace tandem::coordinator {
+
+template <typename Reactor>
+class AdmittedCall : public Reactor, public RequestObserver {
+ public:
+  // The outcome of admitting the call's request, once, before the handler
+  // returns: an admitted request (already in the registry with this reactor
+  // as its observer) runs; a refused one ends the call with its status.
+  void Start(absl::StatusOr<AdmittedRequest> admitted) {
+    if (!admitted.ok()) {
+      {
+        absl::MutexLock lock(&mutex_);
+        finishing_ = true;
+      }
+      this->Finish(ToGrpcStatus(admitted.status()));
+      return;
+    }
+    absl::MutexLock lock(&mutex_);
+    admitted_ = *std::move(admitted);
+  }
+
+  void OnDone() override {
+    std::optional<RequestId> id;
+    {
+      absl::MutexLock lock(&mutex_);
+      if (admitted_.has_value()) id = admitted_->id;
+    }
+    if (id.has_value()) registry_->Remove(*id);
+    delete this;
+  }
+
+ protected:
+  // `context` is the call's; `registry` must outlive the call.
+  AdmittedCall(grpc::CallbackServerContext* context, OutputFormat format,
+               RequestRegistry* registry)
+      : context_(context), format_(std::move(format)), registry_(registry) {}
+
+  grpc::CallbackServerContext* const context_;
+  const OutputFormat format_;
+  RequestRegistry* const registry_;
+
+  absl::Mutex mutex_;
+  std::optional<AdmittedRequest> admitted_ ABSL_GUARDED_BY(mutex_);
+  // Set when the call's Finish is decided; nothing is sent after.
+  bool finishing_ ABSL_GUARDED_BY(mutex_) = false;
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_SERVICE_ADMITTED_CALL_H_
