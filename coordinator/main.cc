@@ -81,6 +81,9 @@ ABSL_FLAG(std::string, num_speculative_tokens, "auto",
           "Draft tokens per speculative round: N, or auto (adaptive, off when it would slow the "
           "batch down)");
 ABSL_FLAG(int32_t, draft_timeout_ms, 5000, "--draft: deadline of one Propose / Release call");
+ABSL_FLAG(int32_t, max_draft_prefill_tokens, 512,
+          "Prompt tokens one speculative round feeds the draft (longer prompts catch up in "
+          "chunks over the next rounds)");
 ABSL_FLAG(int32_t, resolve_interval_ms, 5000,
           "How often dns:/// targets are re-resolved (and unreachable ones retried)");
 ABSL_FLAG(bool, local, false, "Run the model in-process instead of connecting to --worker");
@@ -192,8 +195,8 @@ absl::Status ReadSchedulingFlags(CoordinatorConfig& config) {
   return absl::OkStatus();
 }
 
-// --num-speculative-tokens, --speculative (which excludes --draft) and
-// --draft-timeout-ms.
+// --num-speculative-tokens, --speculative (which excludes --draft),
+// --draft-timeout-ms and --max-draft-prefill-tokens.
 absl::Status ReadSpeculationFlags(CoordinatorConfig& config) {
   ASSIGN_OR_RETURN(config.speculation.num_speculative_tokens,
                    coordinator::ParseNumSpeculativeTokens(
@@ -210,6 +213,12 @@ absl::Status ReadSpeculationFlags(CoordinatorConfig& config) {
         absl::StrFormat("--draft-timeout-ms %d is out of range: must be >= 1", draft_timeout_ms));
   }
   config.draft_timeout = absl::Milliseconds(draft_timeout_ms);
+  const int32_t prefill = absl::GetFlag(FLAGS_max_draft_prefill_tokens);
+  if (prefill < 1 || prefill > (1 << 20)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--max-draft-prefill-tokens %d is out of range: must be in [1, 1048576]", prefill));
+  }
+  config.speculation.max_draft_prefill_tokens = prefill;
   if (!speculative.empty()) {
     ASSIGN_OR_RETURN(config.speculative, draft::ParseSpeculativeSpec(speculative));
   }

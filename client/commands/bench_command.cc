@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "client/bench_stats.h"
 #include "client/bench_workload.h"
+#include "client/command_failure.h"
 #include "client/inference_client.h"
 #include "client/step_overhead.h"
 #include "nlohmann/json.hpp"
@@ -343,15 +344,8 @@ void PrintTable(const json& r) {
   std::fflush(stdout);
 }
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "tandem bench: %s\n", message.c_str());
-  return 1;
-}
-
-int Fail(const absl::Status& status) {
-  return Fail(absl::StrFormat("%s: %s", absl::StatusCodeToString(status.code()),
-                              status.message()));
-}
+int Fail(const std::string& message) { return CommandFailed("bench", message); }
+int Fail(const absl::Status& status) { return CommandFailed("bench", status); }
 
 // The requests to send: from --dataset, else random prompts of the
 // options' lengths over the served vocabulary (INVALID_ARGUMENT when they

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "client/command_failure.h"
 #include "client/inference_client.h"
 #include "client/json_request.h"
 #include "client/result_json.h"
@@ -62,15 +63,8 @@ Result RunOne(pb::Inference::Stub& stub, const JsonRequest& request, bool want_p
   return result;
 }
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "tandem generate: %s\n", message.c_str());
-  return 1;
-}
-
-int Fail(const absl::Status& status) {
-  return Fail(absl::StrFormat("%s: %s", absl::StatusCodeToString(status.code()),
-                              status.message()));
-}
+int Fail(const std::string& message) { return CommandFailed("generate", message); }
+int Fail(const absl::Status& status) { return CommandFailed("generate", status); }
 
 // The options' own consistency (one prompt source, --concurrency, --addr);
 // INVALID_ARGUMENT naming the flag.

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "absl/strings/str_format.h"
+#include "client/command_failure.h"
 #include "client/json_request.h"
 #include "client/result_json.h"
 #include "common/status_macros.h"
@@ -60,10 +61,7 @@ absl::StatusOr<std::vector<int32_t>> PromptTokens(const tokenizer::Tokenizer& to
   return tok.Encode(text, /*add_special=*/true, /*parse_special=*/true);
 }
 
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "tandem run: %s\n", s.ToString().c_str());
-  return 1;
-}
+int Fail(const absl::Status& s) { return CommandFailed("run", s); }
 
 // The non-blank lines of the --requests file at `path`; NOT_FOUND naming it
 // when it cannot be opened.

@@ -53,6 +53,12 @@ struct SpeculationConfig {
   // would slow the batch down).
   int32_t num_speculative_tokens = 0;
   GammaControllerConfig auto_gamma;
+  // History tokens one round may send to the draft to catch up (prompts of
+  // new sequences, mostly). Propose runs before the step and holds it, so a
+  // batch of new prompts is fed to the draft in chunks of at most this many
+  // over the next rounds instead of in one long call (which would stall the
+  // step and could miss the draft's RPC deadline).
+  int32_t max_draft_prefill_tokens = 512;
 };
 
 // "N" (N >= 1) or "auto" -> SpeculationConfig::num_speculative_tokens.
@@ -202,6 +208,11 @@ class Scheduler {
   void ProposeDrafts();
   // The draft request for `seq` at `gamma`, or nullopt when the draft lost it.
   std::optional<DraftRequest> DraftRequestOf(Sequence* seq, int32_t gamma);
+  // Fits `d`'s catch-up tokens into this round's `prefill_left`: true when
+  // it goes as it is; false when only a chunk of its history goes (gamma 1,
+  // the proposal to be dropped: the draft is still behind), nullopt when
+  // the budget is spent (the sequence waits for a later round).
+  static std::optional<bool> FitCatchUp(DraftRequest& d, int64_t& prefill_left);
   // Gamma for `seq` this step (0: no drafts); `step_tokens` and
   // `step_sequences` describe the step the proposal joins.
   int32_t ChooseGamma(const Sequence* seq, int64_t step_tokens, int64_t step_sequences,
@@ -209,8 +220,9 @@ class Scheduler {
   // Auto gamma before the draft's cost is known: the sequence that probes it.
   Sequence* ChooseProbe() const;
   // Tells the gamma controller what this step's Propose call cost
-  // (propose_ms_) unless it prefilled a prompt on the draft.
-  void ObserveProposeCost(std::span<const DraftRequest> requests);
+  // (propose_ms_) unless it fed the draft history (a prompt) to catch up.
+  void ObserveProposeCost(std::span<const DraftRequest> requests,
+                          const std::vector<bool>& catching_up);
   // Verification: the accepted drafts' K/V stays, the rest is truncated,
   // the draft rolls back, and every emitted token is sampled into the
   // sequence in order.

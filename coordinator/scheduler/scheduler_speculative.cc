@@ -100,17 +100,22 @@ void Scheduler::ProposeDrafts() {
   const Sequence* probe = probing ? ChooseProbe() : nullptr;
   std::vector<DraftRequest> requests;
   std::vector<Sequence*> asking;
+  std::vector<bool> catching_up;  // per request: only a chunk of history went
+  int64_t prefill_left = speculation_.max_draft_prefill_tokens;
   for (Sequence* seq : running_) {
     seq->draft.proposal.Clear();
     if (!seq->CanPropose() || (probing && seq != probe)) continue;
     // The step as it stands: plain tokens plus the drafts chosen so far.
     const int32_t gamma = ChooseGamma(seq, step_tokens, step_sequences, probing);
     if (gamma < 1) continue;
-    step_tokens += gamma;
     std::optional<DraftRequest> d = DraftRequestOf(seq, gamma);
     if (!d.has_value()) continue;
+    const std::optional<bool> whole = FitCatchUp(*d, prefill_left);
+    if (!whole.has_value()) continue;
+    if (*whole) step_tokens += gamma;
     requests.push_back(*std::move(d));
     asking.push_back(seq);
+    catching_up.push_back(!*whole);
   }
   if (requests.empty()) return;
   TANDEM_LOG(kVerbose, "speculation: %d sequences, gamma %d, cost %.2f + %.3f/token ms, draft %.3f ms/position, prior acceptance %.2f",
@@ -120,7 +125,7 @@ void Scheduler::ProposeDrafts() {
   const absl::Time propose_start = absl::Now();
   std::vector<DraftProposal> proposals = draft_pool_->Propose(requests);
   propose_ms_ = absl::ToDoubleMilliseconds(absl::Now() - propose_start);
-  ObserveProposeCost(requests);
+  ObserveProposeCost(requests, catching_up);
   for (size_t i = 0; i < asking.size(); ++i) {
     DraftState& draft = asking[i]->draft;
     DraftProposal& p = proposals[i];
@@ -131,19 +136,38 @@ void Scheduler::ProposeDrafts() {
     const int32_t k = static_cast<int32_t>(p.tokens.size());
     draft.held_len = requests[i].start_pos + static_cast<int32_t>(requests[i].new_tokens.size()) +
                      std::max(0, k - 1);
+    if (catching_up[i]) continue;  // a guess from mid-history: not a proposal
     draft.proposal.tokens = std::move(p.tokens);
     draft.proposal.probs = std::move(p.probs);
   }
 }
 
-void Scheduler::ObserveProposeCost(std::span<const DraftRequest> requests) {
+std::optional<bool> Scheduler::FitCatchUp(DraftRequest& d, int64_t& prefill_left) {
+  const int64_t catch_up = static_cast<int64_t>(d.new_tokens.size()) - 1;  // past the last token
+  if (catch_up <= d.gamma) return true;  // steady state: accepted drafts and the correction
+  if (prefill_left <= 0) return std::nullopt;
+  if (catch_up <= prefill_left) {
+    prefill_left -= catch_up;
+    return true;
+  }
+  // The chunk ends inside the history; the draft drafts one token there
+  // (gamma >= 1 is the proposer contract) that the caller drops.
+  d.new_tokens.resize(static_cast<size_t>(prefill_left));
+  d.gamma = 1;
+  prefill_left = 0;
+  return false;
+}
+
+void Scheduler::ObserveProposeCost(std::span<const DraftRequest> requests,
+                                   const std::vector<bool>& catching_up) {
   int32_t positions = 0;
   bool prefill = false;
-  for (const DraftRequest& d : requests) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const DraftRequest& d = requests[i];
     positions = std::max(positions, d.gamma);
     // Steady state feeds the draft the last round's accepted tokens and
     // the correction; more means a prompt (a new or restarted sequence).
-    prefill |= static_cast<int32_t>(d.new_tokens.size()) > d.gamma + 1;
+    prefill |= catching_up[i] || static_cast<int32_t>(d.new_tokens.size()) > d.gamma + 1;
   }
   if (!prefill) gamma_controller_.ObserveDraft(positions, propose_ms_);
 }

@@ -19,7 +19,7 @@
 #include "common/grpc_status.h"
 #include "coordinator/scheduler/request.h"
 #include "coordinator/service/admitted_request.h"
-#include "coordinator/service/output_proto.h"
+#include "protocol/generate_response_codec.h"
 #include "coordinator/service/request_registry.h"
 #include "grpcpp/grpcpp.h"
 
@@ -56,12 +56,12 @@ class AdmittedCall : public Reactor, public RequestObserver {
 
  protected:
   // `context` is the call's; `registry` must outlive the call.
-  AdmittedCall(grpc::CallbackServerContext* context, OutputFormat format,
+  AdmittedCall(grpc::CallbackServerContext* context, protocol::OutputFormat format,
                RequestRegistry* registry)
       : context_(context), format_(std::move(format)), registry_(registry) {}
 
   grpc::CallbackServerContext* const context_;
-  const OutputFormat format_;
+  const protocol::OutputFormat format_;
   RequestRegistry* const registry_;
 
   absl::Mutex mutex_;

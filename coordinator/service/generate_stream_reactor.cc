@@ -7,7 +7,7 @@
 namespace tandem::coordinator {
 
 GenerateStreamReactor::GenerateStreamReactor(grpc::CallbackServerContext* context,
-                                             OutputFormat format, RequestRegistry* registry)
+                                             protocol::OutputFormat format, RequestRegistry* registry)
     : AdmittedCall(context, std::move(format), registry) {}
 
 void GenerateStreamReactor::OnDelta(const CompletionDelta& delta) {
@@ -36,7 +36,7 @@ void GenerateStreamReactor::MaybeWrite() {
     RequestStream::Batch batch = stream_.Take();
     const RequestOutput* done = batch.finished.has_value() ? &*batch.finished : nullptr;
     response_.Clear();
-    FillStreamResponse(batch.deltas, done, format_, &response_);
+    protocol::FillStreamResponse(batch.deltas, done, format_, &response_);
     if (done != nullptr) {
       finishing_ = true;
       final_status = ToGrpcStatus(done->status);

@@ -31,7 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "coordinator/service/admitted_call.h"
 #include "coordinator/service/admitted_request.h"
-#include "coordinator/service/output_proto.h"
+#include "protocol/generate_response_codec.h"
 #include "coordinator/scheduler/request.h"
 #include "coordinator/service/request_registry.h"
 #include "coordinator/service/request_stream.h"
@@ -44,7 +44,7 @@ class GenerateStreamReactor final
     : public AdmittedCall<grpc::ServerWriteReactor<tandem::v1::GenerateStreamResponse>> {
  public:
   // `context` is the call's; `registry` must outlive the call.
-  GenerateStreamReactor(grpc::CallbackServerContext* context, OutputFormat format,
+  GenerateStreamReactor(grpc::CallbackServerContext* context, protocol::OutputFormat format,
                         RequestRegistry* registry);
 
   // RequestObserver (the registry's delivery thread).

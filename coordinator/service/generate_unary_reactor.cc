@@ -7,7 +7,7 @@
 namespace tandem::coordinator {
 
 GenerateUnaryReactor::GenerateUnaryReactor(grpc::CallbackServerContext* context,
-                                           OutputFormat format,
+                                           protocol::OutputFormat format,
                                            tandem::v1::GenerateResponse* response,
                                            RequestRegistry* registry)
     : AdmittedCall(context, std::move(format), registry), response_(response) {}
@@ -17,7 +17,7 @@ void GenerateUnaryReactor::OnFinished(const RequestOutput& output) {
     absl::MutexLock lock(&mutex_);
     if (finishing_) return;
     finishing_ = true;
-    FillGenerateResponse(output, format_, response_);
+    protocol::FillGenerateResponse(output, format_, response_);
   }
   Finish(ToGrpcStatus(output.status));
 }

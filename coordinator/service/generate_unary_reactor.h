@@ -27,7 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "coordinator/service/admitted_call.h"
 #include "coordinator/service/admitted_request.h"
-#include "coordinator/service/output_proto.h"
+#include "protocol/generate_response_codec.h"
 #include "coordinator/scheduler/request.h"
 #include "coordinator/service/request_registry.h"
 #include "grpcpp/grpcpp.h"
@@ -38,7 +38,7 @@ namespace tandem::coordinator {
 class GenerateUnaryReactor final : public AdmittedCall<grpc::ServerUnaryReactor> {
  public:
   // `context` and `response` are the call's; `registry` must outlive the call.
-  GenerateUnaryReactor(grpc::CallbackServerContext* context, OutputFormat format,
+  GenerateUnaryReactor(grpc::CallbackServerContext* context, protocol::OutputFormat format,
                        tandem::v1::GenerateResponse* response, RequestRegistry* registry);
 
   // RequestObserver (the registry's delivery thread).

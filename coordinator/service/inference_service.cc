@@ -10,7 +10,7 @@
 #include "common/status_macros.h"
 #include "coordinator/service/generate_stream_reactor.h"
 #include "coordinator/service/generate_unary_reactor.h"
-#include "coordinator/service/output_proto.h"
+#include "protocol/generate_response_codec.h"
 #include "protocol/generate_request_codec.h"
 #include "draft/api/speculative_spec.h"
 #include "engine/sampling/sampling_params.h"
@@ -92,15 +92,15 @@ absl::StatusOr<GenerateRequest> InferenceService::Parse(const pb::GenerateReques
   return native;
 }
 
-OutputFormat InferenceService::FormatOf(const pb::GenerateRequest& request, RequestId id) {
-  OutputFormat format = OutputFormatOf(request);
+protocol::OutputFormat InferenceService::FormatOf(const pb::GenerateRequest& request, RequestId id) {
+  protocol::OutputFormat format = protocol::OutputFormatOf(request);
   if (format.request_id.empty()) format.request_id = absl::StrCat("tandem-", id.value());
   return format;
 }
 
 absl::StatusOr<AdmittedRequest> InferenceService::Admit(const pb::GenerateRequest& request,
                                                         RequestId id,
-                                                        const OutputFormat& format,
+                                                        const protocol::OutputFormat& format,
                                                         RequestObserver* observer) {
   if (!admitting_.load()) {
     return absl::UnavailableError("the coordinator is shutting down and admits no new requests");
@@ -123,7 +123,7 @@ absl::StatusOr<AdmittedRequest> InferenceService::Admit(const pb::GenerateReques
 grpc::ServerWriteReactor<pb::GenerateStreamResponse>* InferenceService::GenerateStream(
     grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
   const RequestId id(next_request_id_.fetch_add(1));
-  const OutputFormat format = FormatOf(*request, id);
+  const protocol::OutputFormat format = FormatOf(*request, id);
   auto* reactor = new GenerateStreamReactor(context, format, &registry_);
   reactor->Start(Admit(*request, id, format, reactor));
   return reactor;
@@ -133,7 +133,7 @@ grpc::ServerUnaryReactor* InferenceService::Generate(grpc::CallbackServerContext
                                                      const pb::GenerateRequest* request,
                                                      pb::GenerateResponse* response) {
   const RequestId id(next_request_id_.fetch_add(1));
-  const OutputFormat format = FormatOf(*request, id);
+  const protocol::OutputFormat format = FormatOf(*request, id);
   auto* reactor = new GenerateUnaryReactor(context, format, response, &registry_);
   reactor->Start(Admit(*request, id, format, reactor));
   return reactor;

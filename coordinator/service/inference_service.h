@@ -27,7 +27,7 @@
 #include "coordinator/cluster/draft_worker_set.h"
 #include "coordinator/scheduler/request.h"
 #include "coordinator/service/request_registry.h"
-#include "coordinator/service/output_proto.h"
+#include "protocol/generate_response_codec.h"
 #include "coordinator/scheduler/worker_group.h"
 #include "coordinator/cluster/worker_group_pool.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
@@ -84,13 +84,13 @@ class InferenceService final : public tandem::v1::Inference::CallbackService,
   // naming the value; the scheduler's refusal otherwise. On error nothing
   // stays registered.
   absl::StatusOr<AdmittedRequest> Admit(const tandem::v1::GenerateRequest& request, RequestId id,
-                                        const OutputFormat& format,
+                                        const protocol::OutputFormat& format,
                                         RequestObserver* observer);
   // The native request of a validated `request`, with id `id`.
   absl::StatusOr<GenerateRequest> Parse(const tandem::v1::GenerateRequest& request, RequestId id);
   // The response format of `request`; an empty request_id becomes
   // "tandem-ID" after the request's id (echoed in every response and logged).
-  static OutputFormat FormatOf(const tandem::v1::GenerateRequest& request, RequestId id);
+  static protocol::OutputFormat FormatOf(const tandem::v1::GenerateRequest& request, RequestId id);
   // InvalidArgument unless `requested` (a request's speculative.draft) is
   // empty or a draft kind that runs here, naming the kinds that do.
   absl::Status CheckRequestedDraft(const std::string& requested) const;

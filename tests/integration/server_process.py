@@ -59,9 +59,11 @@ class Server:
         """SIGTERM, then the exit code (None when it did not exit in time)."""
         self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout)
+            code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
+        self._close_pipes()
+        return code
 
     def kill(self):
         """Kills the process and its session (mpirun's ranks) if still running."""
@@ -71,6 +73,9 @@ class Server:
             except ProcessLookupError:
                 pass
             self.proc.wait(30)
+        self._close_pipes()
+
+    def _close_pipes(self):
         if not self.proc.stdout.closed:
             self.proc.stdout.close()
         self._stderr_thread.join(30)

@@ -150,7 +150,8 @@ class SpeculativeTest(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, err[-3000:])
             # The group really verified drafts (ModelInfo's worker_groups).
             group = model_info(coordinator.port).worker_groups[0]
-            self.assertGreater(group.num_draft_tokens, 0, "no draft token was verified")
+            self.assertGreater(group.num_draft_tokens, 0, "no draft token was verified; "
+                               f"coordinator: {coordinator.stderr()[-2000:]}")
             if afterwards is not None:
                 afterwards(coordinator)
             if not also_plain:
@@ -241,7 +242,8 @@ class SpeculativeTest(unittest.TestCase):
                 group = model_info(coordinator.port).worker_groups[0]
                 if group.num_draft_tokens > 0:
                     break
-                self.assertLess(time.monotonic(), deadline, "no draft token was verified")
+                self.assertLess(time.monotonic(), deadline, "no draft token was verified; "
+                                f"coordinator: {coordinator.stderr()[-2000:]}")
                 time.sleep(0.05)
             self.assertGreater(group.load, 0, "the requests ended before the draft was killed")
             draft.kill()

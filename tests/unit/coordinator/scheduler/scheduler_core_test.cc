@@ -61,9 +61,10 @@ class SchedulerCoreTest : public ::testing::Test {
     group_ = std::make_unique<ScriptedWorkerGroup>(num_blocks, block_size);
     scheduler_ = std::make_unique<Scheduler>(config, group_.get(), tokenizer_.get(), &rec_);
   }
-  void UseDrafts(int32_t gamma) {
+  void UseDrafts(int32_t gamma, int32_t max_draft_prefill_tokens = 512) {
     SpeculationConfig config;
     config.num_speculative_tokens = gamma;
+    config.max_draft_prefill_tokens = max_draft_prefill_tokens;
     scheduler_->set_draft_pool(&pool_, config);
   }
   void Submit(const GenerateRequest& r) { ASSERT_TRUE(scheduler_->Submit(r).ok()); }
@@ -329,6 +330,30 @@ TEST_F(SchedulerCoreTest, RollsBackDraftsLeftOutOfTheStep) {
   RunToEnd();
   EXPECT_EQ(Output(1).completions[0].token_ids, Expected(a, 6));
   EXPECT_EQ(Output(2).completions[0].token_ids, Expected(b, 6));
+}
+
+TEST_F(SchedulerCoreTest, FeedsPromptsToTheDraftInChunks) {
+  Start(64, 4);
+  UseDrafts(2, /*max_draft_prefill_tokens=*/8);
+  pool_.propose = [](const std::vector<int32_t>& h, int32_t gamma) {
+    std::vector<int32_t> d = h;
+    for (int32_t i = 0; i < gamma; ++i) d.push_back(NextLetter(d));
+    return std::vector<int32_t>(d.end() - gamma, d.end());
+  };
+  const std::vector<int32_t> a = Letters(1, 12), b = Letters(5, 12), c = Letters(9, 12);
+  for (int id = 1; const std::vector<int32_t>* p : {&a, &b, &c}) Submit(Greedy(id++, *p, 16));
+  RunToEnd();
+  // Each round: at most 8 catch-up tokens, plus the steady sequences'
+  // accepted drafts and correction (<= gamma + 1 = 3 each).
+  ASSERT_FALSE(pool_.tokens_per_call.empty());
+  for (int64_t sent : pool_.tokens_per_call) EXPECT_LE(sent, 8 + 3 * 3);
+  EXPECT_EQ(pool_.tokens_per_call.front(), 8) << "the first prompt goes in a chunk alone";
+  int id = 1;
+  for (const std::vector<int32_t>* p : {&a, &b, &c}) {
+    const RequestOutput& out = Output(id++);
+    EXPECT_EQ(out.completions[0].token_ids, Expected(*p, 16)) << "verification is exact";
+    EXPECT_GT(out.num_accepted_tokens, 0) << "request " << id - 1 << " never speculated";
+  }
 }
 
 class CancelTest : public SchedulerCoreTest {

@@ -195,6 +195,9 @@ class ScriptedDraftPool : public DraftPool {
 
   std::vector<DraftProposal> Propose(std::span<const DraftRequest> requests) override {
     std::vector<DraftProposal> out;
+    int64_t sent = 0;
+    for (const DraftRequest& d : requests) sent += static_cast<int64_t>(d.new_tokens.size());
+    tokens_per_call.push_back(sent);
     for (const DraftRequest& d : requests) {
       std::vector<int32_t>& held = held_[d.seq];
       CHECK(static_cast<int32_t>(held.size()) >= d.start_pos,
@@ -241,6 +244,7 @@ class ScriptedDraftPool : public DraftPool {
 
   std::vector<Rollback> releases;
   int64_t num_proposals = 0;
+  std::vector<int64_t> tokens_per_call;  // history tokens each Propose carried
 
  private:
   std::map<SeqId, std::vector<int32_t>> held_;

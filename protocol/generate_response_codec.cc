@@ -1,11 +1,16 @@
-#include "coordinator/service/output_proto.h"
+#include "protocol/generate_response_codec.h"
 
 #include <utility>
 
-namespace tandem::coordinator {
+namespace tandem::protocol {
 namespace {
 
 namespace pb = tandem::v1;
+using coordinator::Completion;
+using coordinator::CompletionDelta;
+using coordinator::FinishReason;
+using coordinator::PositionLogprobs;
+using coordinator::RequestOutput;
 
 pb::FinishReason ToProto(FinishReason r) {
   switch (r) {
@@ -100,4 +105,4 @@ void FillGenerateResponse(const RequestOutput& done, const OutputFormat& format,
   out->set_error(std::string(done.status.message()));
 }
 
-}  // namespace tandem::coordinator
+}  // namespace tandem::protocol

@@ -2,8 +2,8 @@
 // GenerateStream, shaped by what the request asked for (OutputFormat).
 //
 // Thread-safety: plain functions.
-#ifndef TANDEM_COORDINATOR_SERVICE_OUTPUT_PROTO_H_
-#define TANDEM_COORDINATOR_SERVICE_OUTPUT_PROTO_H_
+#ifndef TANDEM_PROTOCOL_GENERATE_RESPONSE_CODEC_H_
+#define TANDEM_PROTOCOL_GENERATE_RESPONSE_CODEC_H_
 
 #include <cstdint>
 #include <string>
@@ -12,7 +12,7 @@
 #include "coordinator/scheduler/request.h"
 #include "tandem/v1/inference.pb.h"
 
-namespace tandem::coordinator {
+namespace tandem::protocol {
 
 // What of a request shapes its replies.
 struct OutputFormat {
@@ -25,13 +25,14 @@ OutputFormat OutputFormatOf(const tandem::v1::GenerateRequest& request);
 // One GenerateStream message: `deltas` (moved from) and, on the last
 // message, the request's output `done` (usage, timings, the error message,
 // beam sequences); `done` is null before.
-void FillStreamResponse(std::vector<CompletionDelta>& deltas, const RequestOutput* done,
-                        const OutputFormat& format, tandem::v1::GenerateStreamResponse* out);
+void FillStreamResponse(std::vector<coordinator::CompletionDelta>& deltas,
+                        const coordinator::RequestOutput* done, const OutputFormat& format,
+                        tandem::v1::GenerateStreamResponse* out);
 
 // The Generate reply for the finished request `done`.
-void FillGenerateResponse(const RequestOutput& done, const OutputFormat& format,
+void FillGenerateResponse(const coordinator::RequestOutput& done, const OutputFormat& format,
                           tandem::v1::GenerateResponse* out);
 
-}  // namespace tandem::coordinator
+}  // namespace tandem::protocol
 
-#endif  // TANDEM_COORDINATOR_SERVICE_OUTPUT_PROTO_H_
+#endif  // TANDEM_PROTOCOL_GENERATE_RESPONSE_CODEC_H_
