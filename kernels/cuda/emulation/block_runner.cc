@@ -49,6 +49,9 @@ void BlockRunner::Run() {
   ThreadContext saved = current_thread_context;
   current_thread_context = ThreadContext{{0, 0, 0}, spec_.block_idx, spec_.block_dim,
                                          spec_.grid_dim, this, spec_.dynamic_shared};
+  // Everything the launching thread did so far (the kernel's arguments and
+  // inputs) happens-before the block's threads: each acquires this at start.
+  sanitizer::Release(&start_token_);
   sanitizer::IgnoreBegin();
   while (true) {
     const int t = PickReady();
@@ -59,6 +62,7 @@ void BlockRunner::Run() {
     }
   }
   if (live_ > 0) FailDeadlock();
+  ThreadFiber::EndOfBlock();
   sanitizer::IgnoreEnd();
   // Everything the block's threads did happens-before what the launching
   // thread does next (the next block, or reading results).
@@ -113,6 +117,7 @@ void BlockRunner::RunThread(int t) {
   if (thread.state == State::kNotStarted) {
     // Created at first run so that only running threads hold a stack.
     thread.fiber = std::make_unique<ThreadFiber>(sanitizer::kFiberStackBytes, [this, t] {
+      sanitizer::Acquire(&start_token_);
       kernel_();
       OnThreadExit(t);
     });
@@ -126,8 +131,7 @@ void BlockRunner::RunThread(int t) {
 }
 
 void BlockRunner::OnThreadExit(int t) {
-  // Stays ignored to the end of the fiber: only emulator code runs after this.
-  sanitizer::IgnoreBegin();
+  sanitizer::ScopedIgnore ignore;
   threads_[t].state = State::kExited;
   --live_;
   const int lane = t % kWarpSize;

@@ -110,10 +110,12 @@ class BlockRunner {
   int barrier_waiting_ = 0;
   std::source_location barrier_site_;
   unsigned barrier_generation_ = 0;
-  // TSan addresses: barrier rounds alternate between two (a thread may
+  // TSan addresses: the block's start publishes the launching thread's work
+  // to the threads; barrier rounds alternate between two (a thread may
   // arrive at round n+1 before a slower one has left round n, but round
-  // n+2 needs everyone out of round n), __syncwarps get one each, and thread
-  // exits publish to the launch's host side.
+  // n+2 needs everyone out of round n); __syncwarps get one each; thread
+  // exits publish to the launching thread.
+  char start_token_ = 0;
   char barrier_tokens_[2] = {0, 0};
   std::deque<char> warp_tokens_;
   char exit_token_ = 0;
