@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cuda/emulation/device_memory.h"
+#include "kernels/cuda/emulation/sanitizer_hooks.h"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 
 namespace tandem::cuda_emu::testing {
@@ -40,8 +41,8 @@ TEST_F(RuntimeApiTest, CopiesCheckDirectionAndBounds) {
   EXPECT_EQ(cudaMemcpy(host.data(), host.data(), bytes, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemcpy(device.get(), device.get(), bytes, cudaMemcpyDeviceToHost),
             cudaErrorInvalidValue);
-  // One element past the allocation (rounded up to 256 bytes).
-  EXPECT_EQ(cudaMemcpy(device.get() + 1, host.data(), 64 * sizeof(int), cudaMemcpyHostToDevice),
+  // One element past the allocation.
+  EXPECT_EQ(cudaMemcpy(device.get() + 1, host.data(), bytes, cudaMemcpyHostToDevice),
             cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemcpy(device.get(), host.data(), bytes, static_cast<cudaMemcpyKind>(9)),
             cudaErrorInvalidMemcpyDirection);
@@ -153,6 +154,20 @@ TEST_F(RuntimeApiTest, FuncSetAttributeRaisesTheDynamicSharedLimit) {
   TANDEM_LAUNCH(BigSharedKernel, 1, 32, kWords * 4, nullptr, out.get(), kWords);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(out.Download(), std::vector<unsigned>(32, kWords * (kWords - 1) / 2));
+}
+
+__global__ void OverrunKernel(int* out, int n) { out[n + threadIdx.x] = 1; }
+
+TEST(RuntimeApiDeathTest, KernelOverrunningAnAllocationIsCaughtUnderAsan) {
+#ifndef TANDEM_CUDA_EMU_ASAN
+  GTEST_SKIP() << "needs the ASan build (scripts/test-cuda-emulation-sanitizers.sh)";
+#endif
+  auto run = [] {
+    int* out = nullptr;
+    cudaMalloc(&out, 10 * sizeof(int));
+    TANDEM_LAUNCH(OverrunKernel, 1, 32, 0, nullptr, out, 10);
+  };
+  EXPECT_DEATH(run(), "heap-buffer-overflow");
 }
 
 TEST(RuntimeApiDeathTest, IntrinsicOutsideAKernelAborts) {
