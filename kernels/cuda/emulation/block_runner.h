@@ -73,9 +73,9 @@ class BlockRunner {
   struct Thread {
     uint3 idx{0, 0, 0};
     State state = State::kNotStarted;
-    std::source_location site;  // where it waits
-    WarpArrival arrival;        // kAtWarp: its arrival
-    uint64_t result = 0;        // the collective's result for it
+    std::source_location site;   // where it waits
+    WarpArrival arrival;         // kAtWarp: its arrival
+    uint64_t result = 0;         // the collective's result for it
     char* warp_token = nullptr;  // TSan address of its __syncwarp
     std::unique_ptr<ThreadFiber> fiber;
   };
@@ -88,7 +88,8 @@ class BlockRunner {
   void CheckBarrierArrival(int t, const std::source_location& site) const;
   void CheckWarpArrival(int t, const WarpArrival& arrival, unsigned participants,
                         const std::source_location& site) const;
-  void ValidateWarpArrival(int t, const WarpArrival& arrival, const std::source_location& site) const;
+  void ValidateWarpArrival(int t, const WarpArrival& arrival,
+                           const std::source_location& site) const;
   char* WarpToken(int t, const WarpArrival& arrival, unsigned participants);
   void MaybeCompleteWarp(int t, unsigned participants);
   bool CompleteActiveMasks();

@@ -22,7 +22,8 @@ std::size_t CapacityFromEnvironment() {
   std::size_t bytes = 0;
   auto [end, error] = std::from_chars(view.data(), view.data() + view.size(), bytes);
   if (error != std::errc() || end != view.data() + view.size()) {
-    Fatal(std::string("TANDEM_CUDA_EMU_DEVICE_BYTES '") + text + "': expected a decimal byte count");
+    Fatal(std::string("TANDEM_CUDA_EMU_DEVICE_BYTES '") + text +
+          "': expected a decimal byte count");
   }
   return bytes;
 }

@@ -102,9 +102,9 @@ void LaunchKernel(const LaunchConfig& config, const std::function<void()>& kerne
                           static_cast<unsigned>(linear / g.x % g.y),
                           static_cast<unsigned>(linear / (uint64_t{g.x} * g.y))};
     DynamicShared shared(config.dynamic_shared_bytes);
-    BlockRunner runner(BlockSpec{config.kernel_name, config.grid, config.block, block_idx,
-                                 shared.data, order},
-                       kernel_body);
+    BlockRunner runner(
+        BlockSpec{config.kernel_name, config.grid, config.block, block_idx, shared.data, order},
+        kernel_body);
     runner.Run();
   }
 }

@@ -4,11 +4,10 @@
 // with every switch.
 #include "kernels/cuda/emulation/thread_fiber.h"
 
-#include <utility>
-#include <vector>
-
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
+#include <utility>
+#include <vector>
 
 #include "kernels/cuda/emulation/sanitizer_hooks.h"
 

@@ -1,11 +1,11 @@
 // The emulated CUDA runtime: poisoned allocations, copy direction and bounds
 // checks, the last-error protocol, streams and events, launch checks.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kernels/cuda/emulation/device_memory.h"
 #include "kernels/cuda/emulation/sanitizer_hooks.h"
@@ -38,7 +38,8 @@ TEST_F(RuntimeApiTest, CopiesCheckDirectionAndBounds) {
   const size_t bytes = 16 * sizeof(int);
   EXPECT_EQ(cudaMemcpy(device.get(), host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
   // Host pointer given as the device side, and the reverse.
-  EXPECT_EQ(cudaMemcpy(host.data(), host.data(), bytes, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpy(host.data(), host.data(), bytes, cudaMemcpyHostToDevice),
+            cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemcpy(device.get(), device.get(), bytes, cudaMemcpyDeviceToHost),
             cudaErrorInvalidValue);
   // One element past the allocation.
@@ -110,7 +111,9 @@ TEST_F(RuntimeApiTest, StreamsAndEvents) {
   cudaGetLastError();
 }
 
-__global__ void FillKernel(int* out, int value) { out[blockIdx.x * blockDim.x + threadIdx.x] = value; }
+__global__ void FillKernel(int* out, int value) {
+  out[blockIdx.x * blockDim.x + threadIdx.x] = value;
+}
 
 TEST_F(RuntimeApiTest, BadLaunchesRecordAnErrorAndRunNothing) {
   DeviceBuffer<int> out(std::vector<int>(64, 0));
