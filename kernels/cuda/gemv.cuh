@@ -24,11 +24,11 @@ inline constexpr int64_t kMaxGemvBatch = 8;
 //      overlap x or w.
 // Versus kernels::MatMul in reference precision (quantize_activations =
 // false) each y differs only by summation order: within 1e-4 · Σ_k |x_k w_k|
-// (the fp32 bound cols · 2^-24 · Σ|x w| is below that for cols < 1600; the
-// tests hold every shape to 1e-5). Runs asynchronously on `stream`.
-// INVALID_ARGUMENT for another weight type, w.cols not a positive multiple of
-// the type's block, row_bytes too small for cols, n outside [0, kMaxGemvBatch]
-// or more than 2^33 rows; INTERNAL when the launch fails.
+// (the tests' tolerance; the rounding of two fp32 sums of SmolLM-sized rows
+// in different orders stays near 1e-6 of it). Runs asynchronously on
+// `stream`. INVALID_ARGUMENT for another weight type, w.cols not a positive
+// multiple of the type's block, row_bytes too small for cols, n outside
+// [0, kMaxGemvBatch] or more than 2^33 rows; INTERNAL when the launch fails.
 absl::Status Gemv(const kernels::WeightView& w, const float* x, int64_t n, float* y,
                   cudaStream_t stream);
 

@@ -2,7 +2,10 @@
 #ifndef TANDEM_TESTS_UNIT_KERNELS_CUDA_CUDA_KERNEL_TEST_UTIL_H_
 #define TANDEM_TESTS_UNIT_KERNELS_CUDA_CUDA_KERNEL_TEST_UTIL_H_
 
+#include <cstdio>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "kernels/cuda/emulation/execution_order.h"
 
@@ -15,6 +18,16 @@ namespace tandem::cuda::testing {
 inline std::vector<cuda_emu::ExecutionOrder> FewOrders() {
   return {{cuda_emu::ExecutionOrder::Kind::kSequential, 0},
           {cuda_emu::ExecutionOrder::Kind::kRandom, 3}};
+}
+
+// Records the largest error a test measured as property `name` of the test
+// (in the XML report) and prints it, so that a run shows how much of its
+// tolerance a kernel uses.
+inline void RecordMaxError(const char* name, double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g", value);
+  ::testing::Test::RecordProperty(name, text);
+  std::printf("%s: %s\n", name, text);
 }
 
 }  // namespace tandem::cuda::testing

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/kernels.h"
+#include "tests/unit/kernels/cuda/cuda_kernel_test_util.h"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 #include "tests/unit/kernels/kernel_test_util.h"
 
@@ -66,7 +67,7 @@ TEST_P(RmsNormTest, SmolLmShapes) {
       max_rel = std::max(max_rel, ExpectMatchesReference(rows, 576, residual, 1));
     }
   }
-  RecordProperty("max_relative_error", std::to_string(max_rel));
+  testing::RecordMaxError("max_relative_error", max_rel);
 }
 
 // Rows shorter than a warp, not a multiple of the block, and longer than

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/kernels.h"
+#include "tests/unit/kernels/cuda/cuda_kernel_test_util.h"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 #include "tests/unit/kernels/kernel_test_util.h"
 
@@ -69,7 +70,7 @@ TEST_P(RopeTest, SmolLmShapes) {
     max_err = std::max(max_err, ExpectMatchesReference({40, heads, 64, 64, 100000.0f}, prefill, 1));
     max_err = std::max(max_err, ExpectMatchesReference({4, heads, 64, 64, 100000.0f}, decode, 2));
   }
-  RecordProperty("max_abs_error", std::to_string(max_err));
+  testing::RecordMaxError("max_abs_error", max_err);
 }
 
 // Partial rotation (elements past rope_dim untouched), more pairs than

@@ -50,14 +50,14 @@ double ExpectMatchesReference(int64_t n, float gate_range, unsigned seed) {
 class SiluMulTest : public cuda_emu::testing::OrderedTest {};
 class SiluMulLargeTest : public cuda_emu::testing::OrderedTest {};
 
-// SmolLM2-135M's FFN: 1536 per token, one decode token and a prefill chunk;
+// SmolLM2-135M's FFN: 1536 per token, one decode token and a small batch;
 // gates out to ±30 reach both tails of the sigmoid.
 TEST_P(SiluMulTest, SmolLmShapes) {
   double max_rel = 0;
-  for (int64_t tokens : {1, 37}) {
+  for (int64_t tokens : {1, 9}) {
     max_rel = std::max(max_rel, ExpectMatchesReference(tokens * 1536, 30.0f, 1));
   }
-  RecordProperty("max_relative_error", std::to_string(max_rel));
+  testing::RecordMaxError("max_relative_error", max_rel);
 }
 
 // Sizes around the block size.
