@@ -24,12 +24,14 @@ struct RopeParams {
 // rope_dim are left as they are.
 //   x: [num_tokens, num_heads, head_dim] in device memory, updated in place.
 //   positions: [num_tokens] in device memory.
-// The angles are the reference's bits (the same float recurrence from the same
-// host-computed ratio); cosf / sinf differ from the host's by at most 2 ulp
-// (1.2e-7 absolute), so each element is within (|x0| + |x1|) · 2.4e-7 of
-// kernels::Rope's. Runs asynchronously on `stream`. INVALID_ARGUMENT for an odd or
-// non-positive rope_dim, rope_dim > head_dim, num_heads < 1, freq_base <= 0
-// or num_tokens outside [0, 2^31); INTERNAL when the launch fails.
+// The angles are the reference's bits (the same float recurrence from the
+// same host-computed ratio) and the rotation is unfused as in the reference;
+// only cosf / sinf differ (within 2 ulp of exact on a GPU, the host's libm
+// within 1), so each element is within about (|x0| + |x1|) · 2.4e-7 of
+// kernels::Rope's. Runs asynchronously on `stream`. INVALID_ARGUMENT for an
+// odd or non-positive rope_dim, rope_dim > head_dim, num_heads < 1,
+// freq_base <= 0 or num_tokens outside [0, 2^31); INTERNAL when the launch
+// fails.
 absl::Status Rope(float* x, const int32_t* positions, const RopeParams& params,
                   cudaStream_t stream);
 
