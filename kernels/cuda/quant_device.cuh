@@ -28,7 +28,8 @@ inline bool IsDeviceDecodedType(gguf::GgmlType type) {
 }
 
 // OK when `w` is a matrix the CUDA kernels can read: a decoded type, cols a
-// positive multiple of the type's block, row_bytes enough for cols, rows >= 0.
+// positive multiple of the type's block, row_bytes enough for cols, rows and
+// data aligned for the type's loads (4 bytes for F32, else 2), rows >= 0.
 // INVALID_ARGUMENT naming `op`, the value and the limit otherwise.
 inline absl::Status CheckDeviceWeight(const kernels::WeightView& w, std::string_view op) {
   if (!IsDeviceDecodedType(w.type)) {
@@ -47,6 +48,15 @@ inline absl::Status CheckDeviceWeight(const kernels::WeightView& w, std::string_
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: row_bytes %d below the %d bytes of %d %s elements", op, w.row_bytes,
                         min_row_bytes, w.cols, gguf::TypeName(w.type)));
+  }
+  // The widest field a kernel loads: f32 values, else 16-bit values or
+  // scales. A GPU faults on a misaligned load.
+  const int64_t align = w.type == gguf::GgmlType::kF32 ? 4 : 2;
+  if (w.row_bytes % align != 0 || reinterpret_cast<uintptr_t>(w.data) % align != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: row_bytes %d and the data address %p must be multiples of %s's "
+                        "alignment %d",
+                        op, w.row_bytes, w.data, gguf::TypeName(w.type), align));
   }
   if (w.rows < 0) return absl::InvalidArgumentError(absl::StrFormat("%s: rows %d < 0", op, w.rows));
   return absl::OkStatus();

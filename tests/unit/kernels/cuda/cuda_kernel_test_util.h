@@ -2,12 +2,15 @@
 #ifndef TANDEM_TESTS_UNIT_KERNELS_CUDA_CUDA_KERNEL_TEST_UTIL_H_
 #define TANDEM_TESTS_UNIT_KERNELS_CUDA_CUDA_KERNEL_TEST_UTIL_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "kernels/cpu/dequantize_ref.h"
 #include "kernels/cuda/emulation/execution_order.h"
+#include "kernels/ggml_type.h"
 
 namespace tandem::cuda::testing {
 
@@ -18,6 +21,14 @@ namespace tandem::cuda::testing {
 inline std::vector<cuda_emu::ExecutionOrder> FewOrders() {
   return {{cuda_emu::ExecutionOrder::Kind::kSequential, 0},
           {cuda_emu::ExecutionOrder::Kind::kRandom, 3}};
+}
+
+// Bytes per row of `cols` elements of `type` plus garbage padding, so that a
+// read past a row's blocks shows: 6 bytes (rows only 2-byte aligned, the
+// 16-bit types' and block scales' alignment), 8 for F32 (4-byte aligned).
+inline int64_t PaddedRowBytes(gguf::GgmlType type, int64_t cols) {
+  return cols / kernels::WeightBlockElems(type) * kernels::WeightBlockBytes(type) +
+         (type == gguf::GgmlType::kF32 ? 8 : 6);
 }
 
 // Records the largest error a test measured as property `name` of the test

@@ -30,12 +30,9 @@ struct Table {
   std::vector<uint8_t> data;
 };
 
-// Rows padded by 6 bytes of garbage so that a read past a row's blocks shows,
-// and rows not 4-byte aligned for the 16-bit types.
 Table MakeTable(GgmlType type, int64_t vocab, int64_t dim, unsigned seed) {
   std::mt19937 rng(seed);
-  const int64_t row_bytes =
-      dim / kernels::WeightBlockElems(type) * kernels::WeightBlockBytes(type) + 6;
+  const int64_t row_bytes = testing::PaddedRowBytes(type, dim);
   return {type, vocab, dim, row_bytes,
           kernels::testing::RandomWeights(rng, type, vocab, dim, row_bytes)};
 }
@@ -113,6 +110,8 @@ TEST_P(EmbeddingTest, RejectsBadViews) {
   EXPECT_EQ(gather(GgmlType::kQ8_0, 48, 34, 1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(gather(GgmlType::kQ8_0, 64, 67, 1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(gather(GgmlType::kQ8_0, 64, 68, -1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gather(GgmlType::kF32, 16, 66, 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gather(GgmlType::kF16, 16, 33, 1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(gather(GgmlType::kQ8_0, 64, 68, 0).ok());
   const absl::Status status = gather(GgmlType::kQ6_K, 256, 210, 1);
   EXPECT_NE(status.message().find("Q6_K"), std::string::npos) << status;

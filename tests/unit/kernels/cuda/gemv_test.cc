@@ -29,6 +29,7 @@ namespace {
 using cuda_emu::testing::DeviceBuffer;
 using gguf::GgmlType;
 using kernels::testing::RandomFloats;
+using testing::PaddedRowBytes;
 
 constexpr double kTolerance = 1e-4;  // relative to A = Σ|x w|
 // Floats after y that the kernel must leave alone.
@@ -39,15 +40,20 @@ struct Case {
   int64_t rows, cols, n;
 };
 
+// Σ_k |x_k w_k| in double: the scale of the rounding error of x · w.
+double AbsDot(const float* x, const float* w, int64_t n) {
+  double sum = 0;
+  for (int64_t k = 0; k < n; ++k) sum += std::fabs(static_cast<double>(x[k]) * w[k]);
+  return sum;
+}
+
 // Runs one Gemv on random weights and activations and checks it against the
 // reference; returns the largest |y - y_ref| / A.
 double ExpectMatchesReference(const Case& c, unsigned seed) {
   SCOPED_TRACE(::testing::Message() << gguf::TypeName(c.type) << " rows " << c.rows << " cols "
                                     << c.cols << " n " << c.n);
   std::mt19937 rng(seed);
-  // 6 bytes of padding: rows start unaligned and reads past a row show.
-  const int64_t row_bytes =
-      c.cols / kernels::WeightBlockElems(c.type) * kernels::WeightBlockBytes(c.type) + 6;
+  const int64_t row_bytes = PaddedRowBytes(c.type, c.cols);
   const std::vector<uint8_t> w =
       kernels::testing::RandomWeights(rng, c.type, c.rows, c.cols, row_bytes);
   const std::vector<float> x = RandomFloats(rng, c.n * c.cols, -2, 2);
@@ -70,9 +76,7 @@ double ExpectMatchesReference(const Case& c, unsigned seed) {
   for (int64_t r = 0; r < c.rows; ++r) {
     kernels::DequantizeRowRef(c.type, w.data() + r * row_bytes, c.cols, wf.data());
     for (int64_t i = 0; i < c.n; ++i) {
-      double a = 0;
-      for (int64_t k = 0; k < c.cols; ++k)
-        a += std::fabs(static_cast<double>(x[i * c.cols + k]) * wf[k]);
+      const double a = AbsDot(x.data() + i * c.cols, wf.data(), c.cols);
       const double err =
           std::fabs(static_cast<double>(y[i * c.rows + r]) - expected[i * c.rows + r]);
       EXPECT_LE(err, kTolerance * a) << "row " << r << " x row " << i;
@@ -131,6 +135,13 @@ TEST_P(GemvTest, RejectsBadArguments) {
   EXPECT_EQ(gemv(GgmlType::kQ6_K, 256, 210, 1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(gemv(GgmlType::kQ4_0, 40, 36, 1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(gemv(GgmlType::kQ4_1, 64, 39, 1).code(), absl::StatusCode::kInvalidArgument);
+  // Loads a GPU would fault on: f32 rows 2 bytes apart from alignment, Q8_0
+  // blocks (16-bit scales) at odd addresses.
+  EXPECT_EQ(gemv(GgmlType::kF32, 16, 66, 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gemv(GgmlType::kQ8_0, 64, 69, 1).code(), absl::StatusCode::kInvalidArgument);
+  const kernels::WeightView odd{GgmlType::kBF16, w.get() + 1, 4, 16, 32};
+  EXPECT_EQ(Gemv(odd, x.get(), 1, y.get(), nullptr).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(gemv(GgmlType::kF32, 16, 68, 1).ok());
   EXPECT_TRUE(gemv(GgmlType::kQ8_0, 64, 68, 0).ok());
   const absl::Status status = gemv(GgmlType::kQ8_0, 64, 68, 9);
   EXPECT_NE(status.message().find("9"), std::string::npos) << status;
