@@ -3,7 +3,8 @@
 #
 # Every header is included by its path from the repository root
 # ("engine/kv/block_pool.h"). tandem_headers(TARGET DIR dir [ONLY h...]
-# [EXCLUDE h...]) links the headers directly in `dir` (not its subfolders;
+# [EXCLUDE h...]) links the headers (*.h, and *.cuh for CUDA sources)
+# directly in `dir` (not its subfolders;
 # ONLY / EXCLUDE pick among them) into an include tree of the target's own,
 # build/include/TARGET/dir/, and puts that tree on the target's PUBLIC include
 # path. A target therefore reaches only its own headers and those of the
@@ -14,7 +15,7 @@ function(tandem_headers target)
   cmake_parse_arguments(H "" "DIR" "ONLY;EXCLUDE" ${ARGN})
   set(root "${CMAKE_BINARY_DIR}/include/${target}")
   file(GLOB headers CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}/${H_DIR}"
-       "${PROJECT_SOURCE_DIR}/${H_DIR}/*.h")
+       "${PROJECT_SOURCE_DIR}/${H_DIR}/*.h" "${PROJECT_SOURCE_DIR}/${H_DIR}/*.cuh")
   if(H_ONLY)
     set(headers ${H_ONLY})
   endif()

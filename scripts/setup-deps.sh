@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates unzip
   python3 python3-pip python3-venv
   libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libopenmpi-dev openmpi-bin libboost-dev
+  libopenmpi-dev openmpi-bin libboost-dev libboost-context-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   clang-14 libclang-rt-14-dev
 )

@@ -1,0 +1,20 @@
+# TANDEM_SANITIZE=thread|address: a sanitizer build (whole build directory).
+# `thread` is ThreadSanitizer; `address` is AddressSanitizer with
+# UndefinedBehaviorSanitizer, both stopping at the first report.
+# scripts/test-cuda-emulation-sanitizers.sh configures build-tsan/ and
+# build-asan/ this way and builds only the CUDA emulation's tests there.
+set(TANDEM_SANITIZE "" CACHE STRING "Sanitizer build: thread, address (ASan + UBSan), or empty")
+set_property(CACHE TANDEM_SANITIZE PROPERTY STRINGS "" thread address)
+
+if(TANDEM_SANITIZE STREQUAL "thread")
+  set(tandem_sanitize_flags -fsanitize=thread)
+elseif(TANDEM_SANITIZE STREQUAL "address")
+  set(tandem_sanitize_flags -fsanitize=address,undefined -fno-sanitize-recover=all)
+elseif(TANDEM_SANITIZE)
+  message(FATAL_ERROR "TANDEM_SANITIZE='${TANDEM_SANITIZE}': expected thread, address or empty")
+endif()
+
+if(tandem_sanitize_flags)
+  add_compile_options(${tandem_sanitize_flags} -fno-omit-frame-pointer)
+  add_link_options(${tandem_sanitize_flags})
+endif()

@@ -1,0 +1,73 @@
+// Helpers for tests of kernels under CUDA emulation: device buffers and a
+// fixture that runs each test under several execution orders.
+#ifndef TANDEM_TESTS_UNIT_KERNELS_CUDA_EMULATION_EMULATION_TEST_UTIL_H_
+#define TANDEM_TESTS_UNIT_KERNELS_CUDA_EMULATION_EMULATION_TEST_UTIL_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cuda/cuda_compat.cuh"
+#include "kernels/cuda/emulation/execution_order.h"
+
+namespace tandem::cuda_emu::testing {
+
+// n elements of device memory, freed on destruction.
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t n) : n_(n) {
+    EXPECT_EQ(cudaMalloc(&data_, n * sizeof(T)), cudaSuccess);
+  }
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { Upload(host); }
+  ~DeviceBuffer() { cudaFree(data_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  T* get() const { return data_; }
+  void Upload(const std::vector<T>& host) {
+    ASSERT_EQ(host.size(), n_);
+    ASSERT_EQ(cudaMemcpy(data_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<T> Download() const {
+    std::vector<T> host(n_);
+    EXPECT_EQ(cudaMemcpy(host.data(), data_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return host;
+  }
+
+ private:
+  std::size_t n_;
+  T* data_ = nullptr;
+};
+
+inline std::vector<ExecutionOrder> TestOrders() {
+  return {{ExecutionOrder::Kind::kSequential, 0},
+          {ExecutionOrder::Kind::kReverse, 0},
+          {ExecutionOrder::Kind::kRandom, 1},
+          {ExecutionOrder::Kind::kRandom, 7}};
+}
+
+inline std::string OrderTestName(const ::testing::TestParamInfo<ExecutionOrder>& info) {
+  std::string name = ExecutionOrderName(info.param);
+  for (char& c : name) {
+    if (c == ':') c = '_';
+  }
+  return name;
+}
+
+// Runs each test once per TestOrders() entry; checks that every launch left
+// no error behind.
+class OrderedTest : public ::testing::TestWithParam<ExecutionOrder> {
+ protected:
+  void SetUp() override {
+    SetExecutionOrder(GetParam());
+    cudaGetLastError();
+  }
+  void TearDown() override { EXPECT_EQ(cudaGetLastError(), cudaSuccess); }
+};
+
+}  // namespace tandem::cuda_emu::testing
+
+#endif  // TANDEM_TESTS_UNIT_KERNELS_CUDA_EMULATION_EMULATION_TEST_UTIL_H_
