@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds, fetches the default model and runs every test (CTest: unit,
-# integration, bounded fuzzing). This is what .ci/run runs. CTest itself sets
+# integration, bounded fuzzing), then the CUDA emulation's tests under TSan and
+# ASan + UBSan (their own build dirs). This is what .ci/run runs. CTest itself sets
 # up the integration tests' Python (.venv-test/, scripts/setup-test-venv.sh)
 # and their gRPC stubs (build/python/) first: see tests/integration/.
 set -euo pipefail
@@ -9,3 +10,4 @@ cd "$root"
 bash scripts/build.sh
 bash scripts/fetch-model.sh >/dev/null
 ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900
+bash scripts/test-cuda-emulation-sanitizers.sh

@@ -51,7 +51,7 @@
 #define TANDEM_LAUNCH(kernel, grid, block, smem_bytes, stream, ...) \
   kernel<<<(grid), (block), (smem_bytes), (stream)>>>(__VA_ARGS__)
 
-#define TANDEM_DYNAMIC_SHARED(type, name)                                 \
+#define TANDEM_DYNAMIC_SHARED(type, name)                                       \
   extern __shared__ __align__(16) unsigned char tandem_dynamic_shared_##name[]; \
   type* name = reinterpret_cast<type*>(tandem_dynamic_shared_##name)
 
@@ -74,7 +74,7 @@
 #define __constant__
 #define __shared__ static thread_local
 
-#define TANDEM_LAUNCH(kernel, grid, block, smem_bytes, stream, ...)              \
+#define TANDEM_LAUNCH(kernel, grid, block, smem_bytes, stream, ...)                  \
   ::tandem::cuda_emu::Launch(#kernel, kernel, dim3(grid), dim3(block), (smem_bytes), \
                              stream __VA_OPT__(, ) __VA_ARGS__)
 

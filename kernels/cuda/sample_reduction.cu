@@ -2,7 +2,8 @@
 
 namespace tandem::cuda {
 
-__global__ void BlockSumKernel(const float* __restrict__ in, float* __restrict__ block_sums, int n) {
+__global__ void BlockSumKernel(const float* __restrict__ in, float* __restrict__ block_sums,
+                               int n) {
   TANDEM_DYNAMIC_SHARED(float, partial);  // [blockDim.x]
   const unsigned tid = threadIdx.x;
   float sum = 0.0f;

@@ -8,13 +8,9 @@
 #define TANDEM_KERNELS_CUDA_EMULATION_ATOMICS_H_
 
 #include <atomic>
+#include <type_traits>
 
 namespace tandem::cuda_emu {
-
-template <typename T>
-inline std::atomic_ref<T> AtomicAt(T* address) {
-  return std::atomic_ref<T>(*address);
-}
 
 // Applies value = op(old, operand) with a CAS loop; returns old.
 template <typename T, typename Op>
@@ -24,6 +20,25 @@ inline T AtomicUpdate(T* address, T operand, Op op) {
   while (!ref.compare_exchange_weak(old, op(old, operand), std::memory_order_relaxed)) {
   }
   return old;
+}
+
+template <typename T>
+inline T AtomicAdd(T* address, T value) {
+  if constexpr (std::is_integral_v<T>) {
+    return std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
+  } else {
+    return AtomicUpdate(address, value, [](T a, T b) { return a + b; });
+  }
+}
+
+template <typename T>
+inline T AtomicSub(T* address, T value) {
+  return std::atomic_ref<T>(*address).fetch_sub(value, std::memory_order_relaxed);
+}
+
+template <typename T>
+inline T AtomicExch(T* address, T value) {
+  return std::atomic_ref<T>(*address).exchange(value, std::memory_order_relaxed);
 }
 
 template <typename T>
@@ -38,46 +53,48 @@ inline T AtomicMin(T* address, T value) {
 
 template <typename T>
 inline T AtomicCas(T* address, T compare, T value) {
-  AtomicAt(address).compare_exchange_strong(compare, value, std::memory_order_relaxed);
+  std::atomic_ref<T>(*address).compare_exchange_strong(compare, value, std::memory_order_relaxed);
   return compare;  // holds the old value whether or not the exchange happened
 }
 
 }  // namespace tandem::cuda_emu
 
-#define TANDEM_CUDA_EMU_ATOMIC_RMW(name, type, expr)                                     \
-  inline type name(type* address, type value) {                                          \
-    return expr;                                                                         \
-  }
+// The overloads CUDA has (no templates, so argument conversions match it).
 
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicAdd, int, tandem::cuda_emu::AtomicAt(address).fetch_add(value, std::memory_order_relaxed))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicAdd, unsigned int, tandem::cuda_emu::AtomicAt(address).fetch_add(value, std::memory_order_relaxed))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicAdd, unsigned long long, tandem::cuda_emu::AtomicAt(address).fetch_add(value, std::memory_order_relaxed))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicAdd, float, tandem::cuda_emu::AtomicUpdate(address, value, [](float a, float b) { return a + b; }))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicAdd, double, tandem::cuda_emu::AtomicUpdate(address, value, [](double a, double b) { return a + b; }))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicSub, int, tandem::cuda_emu::AtomicAt(address).fetch_sub(value, std::memory_order_relaxed))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicSub, unsigned int, tandem::cuda_emu::AtomicAt(address).fetch_sub(value, std::memory_order_relaxed))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicMax, int, tandem::cuda_emu::AtomicMax(address, value))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicMax, unsigned int, tandem::cuda_emu::AtomicMax(address, value))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicMax, unsigned long long, tandem::cuda_emu::AtomicMax(address, value))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicMin, int, tandem::cuda_emu::AtomicMin(address, value))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicMin, unsigned int, tandem::cuda_emu::AtomicMin(address, value))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicMin, unsigned long long, tandem::cuda_emu::AtomicMin(address, value))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicExch, int, tandem::cuda_emu::AtomicAt(address).exchange(value, std::memory_order_relaxed))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicExch, unsigned int, tandem::cuda_emu::AtomicAt(address).exchange(value, std::memory_order_relaxed))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicExch, unsigned long long, tandem::cuda_emu::AtomicAt(address).exchange(value, std::memory_order_relaxed))
-TANDEM_CUDA_EMU_ATOMIC_RMW(atomicExch, float, tandem::cuda_emu::AtomicAt(address).exchange(value, std::memory_order_relaxed))
-
-#undef TANDEM_CUDA_EMU_ATOMIC_RMW
-
-inline int atomicCAS(int* address, int compare, int value) {
-  return tandem::cuda_emu::AtomicCas(address, compare, value);
+inline int atomicAdd(int* p, int v) { return tandem::cuda_emu::AtomicAdd(p, v); }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { return tandem::cuda_emu::AtomicAdd(p, v); }
+inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  return tandem::cuda_emu::AtomicAdd(p, v);
 }
-inline unsigned int atomicCAS(unsigned int* address, unsigned int compare, unsigned int value) {
-  return tandem::cuda_emu::AtomicCas(address, compare, value);
+inline float atomicAdd(float* p, float v) { return tandem::cuda_emu::AtomicAdd(p, v); }
+inline double atomicAdd(double* p, double v) { return tandem::cuda_emu::AtomicAdd(p, v); }
+inline int atomicSub(int* p, int v) { return tandem::cuda_emu::AtomicSub(p, v); }
+inline unsigned atomicSub(unsigned* p, unsigned v) { return tandem::cuda_emu::AtomicSub(p, v); }
+inline int atomicMax(int* p, int v) { return tandem::cuda_emu::AtomicMax(p, v); }
+inline unsigned atomicMax(unsigned* p, unsigned v) { return tandem::cuda_emu::AtomicMax(p, v); }
+inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
+  return tandem::cuda_emu::AtomicMax(p, v);
 }
-inline unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare,
-                                    unsigned long long value) {
-  return tandem::cuda_emu::AtomicCas(address, compare, value);
+inline int atomicMin(int* p, int v) { return tandem::cuda_emu::AtomicMin(p, v); }
+inline unsigned atomicMin(unsigned* p, unsigned v) { return tandem::cuda_emu::AtomicMin(p, v); }
+inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+  return tandem::cuda_emu::AtomicMin(p, v);
+}
+inline int atomicExch(int* p, int v) { return tandem::cuda_emu::AtomicExch(p, v); }
+inline unsigned atomicExch(unsigned* p, unsigned v) { return tandem::cuda_emu::AtomicExch(p, v); }
+inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
+  return tandem::cuda_emu::AtomicExch(p, v);
+}
+inline float atomicExch(float* p, float v) { return tandem::cuda_emu::AtomicExch(p, v); }
+inline int atomicCAS(int* p, int compare, int v) {
+  return tandem::cuda_emu::AtomicCas(p, compare, v);
+}
+inline unsigned atomicCAS(unsigned* p, unsigned compare, unsigned v) {
+  return tandem::cuda_emu::AtomicCas(p, compare, v);
+}
+inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long compare,
+                                    unsigned long long v) {
+  return tandem::cuda_emu::AtomicCas(p, compare, v);
 }
 
 #endif  // TANDEM_KERNELS_CUDA_EMULATION_ATOMICS_H_

@@ -24,8 +24,9 @@ bool IsShuffle(WarpOp op) {
 }
 
 uint64_t BlockSeed(const BlockSpec& spec) {
-  const uint64_t linear = spec.block_idx.x +
-                          uint64_t{spec.grid_dim.x} * (spec.block_idx.y + uint64_t{spec.grid_dim.y} * spec.block_idx.z);
+  const uint64_t linear =
+      spec.block_idx.x +
+      uint64_t{spec.grid_dim.x} * (spec.block_idx.y + uint64_t{spec.grid_dim.y} * spec.block_idx.z);
   return spec.order.seed ^ (linear * 0x9e3779b97f4a7c15ull);
 }
 
@@ -47,8 +48,11 @@ BlockRunner::BlockRunner(const BlockSpec& spec, const std::function<void()>& ker
 
 void BlockRunner::Run() {
   ThreadContext saved = current_thread_context;
-  current_thread_context = ThreadContext{{0, 0, 0}, spec_.block_idx, spec_.block_dim,
-                                         spec_.grid_dim, this, spec_.dynamic_shared};
+  current_thread_context = ThreadContext{
+      {0, 0, 0}, spec_.block_idx, spec_.block_dim, spec_.grid_dim, this, spec_.dynamic_shared};
+  // Everything the launching thread did so far (the kernel's arguments and
+  // inputs) happens-before the block's threads: each acquires this at start.
+  sanitizer::Release(&start_token_);
   sanitizer::IgnoreBegin();
   while (true) {
     const int t = PickReady();
@@ -59,6 +63,7 @@ void BlockRunner::Run() {
     }
   }
   if (live_ > 0) FailDeadlock();
+  ThreadFiber::EndOfBlock();
   sanitizer::IgnoreEnd();
   // Everything the block's threads did happens-before what the launching
   // thread does next (the next block, or reading results).
@@ -113,6 +118,7 @@ void BlockRunner::RunThread(int t) {
   if (thread.state == State::kNotStarted) {
     // Created at first run so that only running threads hold a stack.
     thread.fiber = std::make_unique<ThreadFiber>(sanitizer::kFiberStackBytes, [this, t] {
+      sanitizer::Acquire(&start_token_);
       kernel_();
       OnThreadExit(t);
     });
@@ -126,8 +132,7 @@ void BlockRunner::RunThread(int t) {
 }
 
 void BlockRunner::OnThreadExit(int t) {
-  // Stays ignored to the end of the fiber: only emulator code runs after this.
-  sanitizer::IgnoreBegin();
+  sanitizer::ScopedIgnore ignore;
   threads_[t].state = State::kExited;
   --live_;
   const int lane = t % kWarpSize;
@@ -175,7 +180,8 @@ void BlockRunner::CheckBarrierArrival(int t, const std::source_location& site) c
     while (threads_[waiting].state != State::kAtBarrier) ++waiting;
     Fatal(absl::StrCat(Where(t), ": mismatched barriers: __syncthreads at ", SiteName(site),
                        " while ", ThreadName(waiting), " waits at __syncthreads at ",
-                       SiteName(barrier_site_), " (all threads of a block must reach the same one)"));
+                       SiteName(barrier_site_),
+                       " (all threads of a block must reach the same one)"));
   }
   const int lane = t % kWarpSize;
   const int base = t - lane;
@@ -216,8 +222,8 @@ void BlockRunner::ValidateWarpArrival(int t, const WarpArrival& arrival,
     Fatal(absl::StrFormat("%s: %s at %s: mask 0x%08x does not name the calling lane %d", Where(t),
                           WarpOpName(arrival.op), SiteName(site), arrival.mask, lane));
   }
-  if (IsShuffle(arrival.op) &&
-      (arrival.width < 1 || arrival.width > kWarpSize || !std::has_single_bit(unsigned(arrival.width)))) {
+  if (IsShuffle(arrival.op) && (arrival.width < 1 || arrival.width > kWarpSize ||
+                                !std::has_single_bit(unsigned(arrival.width)))) {
     Fatal(absl::StrFormat("%s: %s at %s: width %d is not a power of two in [1, %d]", Where(t),
                           WarpOpName(arrival.op), SiteName(site), arrival.width, kWarpSize));
   }
@@ -237,8 +243,9 @@ void BlockRunner::CheckWarpArrival(int t, const WarpArrival& arrival, unsigned p
       problem = absl::StrCat("which waits at __syncthreads at ", SiteName(other.site));
     } else if (other.state == State::kAtWarp && (other.arrival.mask >> lane & 1u) &&
                !SameCollective(other.arrival, arrival)) {
-      problem = absl::StrFormat("which waits at %s with mask 0x%08x at %s", WarpOpName(other.arrival.op),
-                                other.arrival.mask, SiteName(other.site));
+      problem =
+          absl::StrFormat("which waits at %s with mask 0x%08x at %s", WarpOpName(other.arrival.op),
+                          other.arrival.mask, SiteName(other.site));
     }
     if (!problem.empty()) {
       Fatal(absl::StrFormat("%s: %s at %s: mask 0x%08x names lane %d (%s), %s", Where(t),

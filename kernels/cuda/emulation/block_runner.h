@@ -73,9 +73,9 @@ class BlockRunner {
   struct Thread {
     uint3 idx{0, 0, 0};
     State state = State::kNotStarted;
-    std::source_location site;  // where it waits
-    WarpArrival arrival;        // kAtWarp: its arrival
-    uint64_t result = 0;        // the collective's result for it
+    std::source_location site;   // where it waits
+    WarpArrival arrival;         // kAtWarp: its arrival
+    uint64_t result = 0;         // the collective's result for it
     char* warp_token = nullptr;  // TSan address of its __syncwarp
     std::unique_ptr<ThreadFiber> fiber;
   };
@@ -88,7 +88,8 @@ class BlockRunner {
   void CheckBarrierArrival(int t, const std::source_location& site) const;
   void CheckWarpArrival(int t, const WarpArrival& arrival, unsigned participants,
                         const std::source_location& site) const;
-  void ValidateWarpArrival(int t, const WarpArrival& arrival, const std::source_location& site) const;
+  void ValidateWarpArrival(int t, const WarpArrival& arrival,
+                           const std::source_location& site) const;
   char* WarpToken(int t, const WarpArrival& arrival, unsigned participants);
   void MaybeCompleteWarp(int t, unsigned participants);
   bool CompleteActiveMasks();
@@ -110,10 +111,12 @@ class BlockRunner {
   int barrier_waiting_ = 0;
   std::source_location barrier_site_;
   unsigned barrier_generation_ = 0;
-  // TSan addresses: barrier rounds alternate between two (a thread may
+  // TSan addresses: the block's start publishes the launching thread's work
+  // to the threads; barrier rounds alternate between two (a thread may
   // arrive at round n+1 before a slower one has left round n, but round
-  // n+2 needs everyone out of round n), __syncwarps get one each, and thread
-  // exits publish to the launch's host side.
+  // n+2 needs everyone out of round n); __syncwarps get one each; thread
+  // exits publish to the launching thread.
+  char start_token_ = 0;
   char barrier_tokens_[2] = {0, 0};
   std::deque<char> warp_tokens_;
   char exit_token_ = 0;

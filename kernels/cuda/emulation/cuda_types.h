@@ -8,7 +8,7 @@
 #define TANDEM_KERNELS_CUDA_EMULATION_CUDA_TYPES_H_
 
 #ifndef TANDEM_CUDA_EMULATION
-#error "kernels/cuda/emulation is the host-compiler build of CUDA sources; define TANDEM_CUDA_EMULATION"
+#error "kernels/cuda/emulation needs TANDEM_CUDA_EMULATION (link tandem_cuda_emulation)"
 #endif
 
 struct uint3 {

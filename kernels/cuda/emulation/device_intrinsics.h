@@ -36,7 +36,8 @@ unsigned ActiveMask(const std::source_location& site);
 unsigned char* DynamicSharedMemory();
 
 template <typename T>
-T Shuffle(WarpOp op, unsigned mask, T var, int operand, int width, const std::source_location& site) {
+T Shuffle(WarpOp op, unsigned mask, T var, int operand, int width,
+          const std::source_location& site) {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8,
                 "shuffles move trivially copyable values of up to 8 bytes");
   WarpArrival arrival{op, mask, width, operand, 0};
@@ -60,13 +61,15 @@ inline void __syncthreads(std::source_location site = std::source_location::curr
 
 inline void __syncwarp(unsigned mask = 0xffffffffu,
                        std::source_location site = std::source_location::current()) {
-  tandem::cuda_emu::WarpCollective({tandem::cuda_emu::WarpOp::kSyncWarp, mask, warpSize, 0, 0}, site);
+  tandem::cuda_emu::WarpCollective({tandem::cuda_emu::WarpOp::kSyncWarp, mask, warpSize, 0, 0},
+                                   site);
 }
 
 template <typename T>
 T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize,
               std::source_location site = std::source_location::current()) {
-  return tandem::cuda_emu::Shuffle(tandem::cuda_emu::WarpOp::kShflIdx, mask, var, src_lane, width, site);
+  return tandem::cuda_emu::Shuffle(tandem::cuda_emu::WarpOp::kShflIdx, mask, var, src_lane, width,
+                                   site);
 }
 
 template <typename T>
@@ -86,7 +89,8 @@ T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
                   std::source_location site = std::source_location::current()) {
-  return tandem::cuda_emu::Shuffle(tandem::cuda_emu::WarpOp::kShflXor, mask, var, lane_mask, width, site);
+  return tandem::cuda_emu::Shuffle(tandem::cuda_emu::WarpOp::kShflXor, mask, var, lane_mask, width,
+                                   site);
 }
 
 inline unsigned __ballot_sync(unsigned mask, int predicate,

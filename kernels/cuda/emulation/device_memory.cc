@@ -1,5 +1,6 @@
 #include "kernels/cuda/emulation/device_memory.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -21,7 +22,8 @@ std::size_t CapacityFromEnvironment() {
   std::size_t bytes = 0;
   auto [end, error] = std::from_chars(view.data(), view.data() + view.size(), bytes);
   if (error != std::errc() || end != view.data() + view.size()) {
-    Fatal(std::string("TANDEM_CUDA_EMU_DEVICE_BYTES '") + text + "': expected a decimal byte count");
+    Fatal(std::string("TANDEM_CUDA_EMU_DEVICE_BYTES '") + text +
+          "': expected a decimal byte count");
   }
   return bytes;
 }
@@ -37,21 +39,23 @@ DeviceMemory::DeviceMemory() : capacity_bytes_(CapacityFromEnvironment()) {}
 
 void* DeviceMemory::Allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
+  // Capacity counts whole 256-byte units, as a GPU allocator would; the
+  // allocation itself is exact, so ASan builds catch a kernel running past it.
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (rounded > capacity_bytes_ - std::min(used_bytes_, capacity_bytes_)) return nullptr;
     used_bytes_ += rounded;
   }
-  void* p = std::aligned_alloc(kAlignment, rounded);
-  if (p == nullptr) {
+  void* p = nullptr;
+  if (posix_memalign(&p, kAlignment, bytes) != 0) {
     std::lock_guard<std::mutex> lock(mutex_);
     used_bytes_ -= rounded;
     return nullptr;
   }
-  std::memset(p, kPoisonByte, rounded);
+  std::memset(p, kPoisonByte, bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  allocations_[reinterpret_cast<std::uintptr_t>(p)] = rounded;
+  allocations_[reinterpret_cast<std::uintptr_t>(p)] = bytes;
   return p;
 }
 
@@ -60,7 +64,7 @@ bool DeviceMemory::Free(void* p) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = allocations_.find(reinterpret_cast<std::uintptr_t>(p));
     if (it == allocations_.end()) return false;
-    used_bytes_ -= it->second;
+    used_bytes_ -= (it->second + kAlignment - 1) / kAlignment * kAlignment;
     allocations_.erase(it);
   }
   std::free(p);

@@ -28,8 +28,9 @@ class DeviceMemory {
  public:
   static DeviceMemory& Get();
 
-  // 256-byte aligned, poisoned; nullptr when `bytes` would exceed the
-  // capacity. Zero bytes gives nullptr too (and is not an error).
+  // 256-byte aligned, poisoned, exactly `bytes` long (Contains and ASan
+  // see its end); nullptr when `bytes` would exceed the capacity. Zero bytes
+  // gives nullptr too (and is not an error).
   void* Allocate(std::size_t bytes);
   // False when `p` is not the start of a live allocation.
   bool Free(void* p);
@@ -48,6 +49,7 @@ class DeviceMemory {
 
   mutable std::mutex mutex_;
   std::map<std::uintptr_t, std::size_t> allocations_ ABSL_GUARDED_BY(mutex_);  // start -> bytes
+  // In whole 256-byte units.
   std::size_t used_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   std::size_t capacity_bytes_ ABSL_GUARDED_BY(mutex_);
 };

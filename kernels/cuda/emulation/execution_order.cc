@@ -41,8 +41,9 @@ absl::StatusOr<ExecutionOrder> ParseExecutionOrder(std::string_view text) {
       return ExecutionOrder{ExecutionOrder::Kind::kRandom, seed};
     }
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "execution order '", std::string(text), "': expected sequential, reverse or random:SEED (SEED a decimal uint64)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("execution order '", std::string(text),
+                   "': expected sequential, reverse or random:SEED (SEED a decimal uint64)"));
 }
 
 std::string ExecutionOrderName(const ExecutionOrder& order) {

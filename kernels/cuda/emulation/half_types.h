@@ -17,18 +17,18 @@ constexpr uint16_t FloatToHalfBits(float f) {
   const uint32_t u = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t x = u & 0x7fffffffu;
-  if (x > 0x7f800000u) return 0x7fff;                          // NaN
+  if (x > 0x7f800000u) return 0x7fff;                                  // NaN
   if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: inf
-  if (x >= 0x38800000u) {                                       // normal half
+  if (x >= 0x38800000u) {                                              // normal half
     const uint32_t rest = x & 0x1fffu;
     uint32_t h = ((x >> 13) - ((127 - 15) << 10));
     if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // carry may reach the exponent
     return static_cast<uint16_t>(sign | h);
   }
-  const uint32_t exponent = x >> 23;  // subnormal half: units of 2^-24
+  const uint32_t exponent = x >> 23;                       // subnormal half: units of 2^-24
   if (exponent < 102) return static_cast<uint16_t>(sign);  // below 2^-25: rounds to zero
   const uint32_t mantissa = (x & 0x7fffffu) | 0x800000u;
-  const uint32_t shift = 126 - exponent;                   // 14..24
+  const uint32_t shift = 126 - exponent;  // 14..24
   uint32_t h = mantissa >> shift;
   const uint32_t rest = mantissa & ((1u << shift) - 1);
   const uint32_t tie = 1u << (shift - 1);
@@ -52,7 +52,8 @@ constexpr float HalfBitsToFloat(uint16_t h) {
     mantissa <<= 1;
     --e;
   }
-  return std::bit_cast<float>(sign | (static_cast<uint32_t>(e) << 23) | ((mantissa & 0x3ffu) << 13));
+  return std::bit_cast<float>(sign | (static_cast<uint32_t>(e) << 23) |
+                              ((mantissa & 0x3ffu) << 13));
 }
 
 // bfloat16 bits nearest to f (ties to even): the high half of f, rounded.

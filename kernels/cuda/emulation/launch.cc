@@ -38,16 +38,17 @@ KernelAttributes& Attributes() {
   return *attributes;
 }
 
+bool ValidBlock(const dim3& b) {
+  return b.x >= 1 && b.y >= 1 && b.z >= 1 && b.x <= 1024 && b.y <= 1024 && b.z <= 64 &&
+         uint64_t{b.x} * b.y * b.z <= 1024;
+}
+
+bool ValidGrid(const dim3& g) {
+  return g.x >= 1 && g.y >= 1 && g.z >= 1 && g.x <= 0x7fffffffu && g.y <= 65535 && g.z <= 65535;
+}
+
 cudaError_t CheckConfig(const LaunchConfig& c) {
-  const dim3& b = c.block;
-  const dim3& g = c.grid;
-  if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 ||
-      uint64_t{b.x} * b.y * b.z > 1024) {
-    return cudaErrorInvalidConfiguration;
-  }
-  if (g.x == 0 || g.y == 0 || g.z == 0 || g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
-    return cudaErrorInvalidConfiguration;
-  }
+  if (!ValidBlock(c.block) || !ValidGrid(c.grid)) return cudaErrorInvalidConfiguration;
   if (c.dynamic_shared_bytes > Attributes().MaxDynamicShared(c.kernel)) {
     return cudaErrorInvalidConfiguration;
   }
@@ -101,9 +102,9 @@ void LaunchKernel(const LaunchConfig& config, const std::function<void()>& kerne
                           static_cast<unsigned>(linear / g.x % g.y),
                           static_cast<unsigned>(linear / (uint64_t{g.x} * g.y))};
     DynamicShared shared(config.dynamic_shared_bytes);
-    BlockRunner runner(BlockSpec{config.kernel_name, config.grid, config.block, block_idx,
-                                 shared.data, order},
-                       kernel_body);
+    BlockRunner runner(
+        BlockSpec{config.kernel_name, config.grid, config.block, block_idx, shared.data, order},
+        kernel_body);
     runner.Run();
   }
 }

@@ -54,7 +54,8 @@ void Launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
 }  // namespace tandem::cuda_emu
 
 template <typename... Params>
-cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute attribute, int value) {
+cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute attribute,
+                                 int value) {
   if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
   return tandem::cuda_emu::SetMaxDynamicSharedBytes(reinterpret_cast<const void*>(kernel), value);
 }

@@ -7,11 +7,11 @@
 #ifndef TANDEM_KERNELS_CUDA_EMULATION_MATH_INTRINSICS_H_
 #define TANDEM_KERNELS_CUDA_EMULATION_MATH_INTRINSICS_H_
 
+#include <math.h>  // expf, fmaxf, ... in the global namespace, as CUDA has them
+
 #include <atomic>
 #include <bit>
 #include <cmath>
-#include <math.h>  // expf, fmaxf, ... in the global namespace, as CUDA has them
-
 
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline float __expf(float x) { return std::exp(x); }

@@ -86,9 +86,7 @@ cudaError_t CheckCopy(void* dst, const void* src, std::size_t bytes, cudaMemcpyK
 
 }  // namespace
 
-bool IsValidStream(cudaStream_t stream) {
-  return stream == nullptr || Streams().Contains(stream);
-}
+bool IsValidStream(cudaStream_t stream) { return stream == nullptr || Streams().Contains(stream); }
 
 cudaError_t RecordError(cudaError_t error) {
   if (error != cudaSuccess) last_error = error;

@@ -43,7 +43,7 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 
 cudaError_t cudaDeviceSynchronize();
-cudaError_t cudaGetLastError();   // returns and clears the last error
+cudaError_t cudaGetLastError();     // returns and clears the last error
 cudaError_t cudaPeekAtLastError();  // returns it, keeps it
 const char* cudaGetErrorString(cudaError_t error);
 const char* cudaGetErrorName(cudaError_t error);

@@ -37,6 +37,7 @@ extern "C" void __tsan_ignore_thread_begin();  // exported by libtsan, not in it
 extern "C" void __tsan_ignore_thread_end();
 #endif
 #ifdef TANDEM_CUDA_EMU_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -78,9 +79,13 @@ inline void StartSwitch(void** fake_stack_save, const void* bottom, std::size_t 
 inline void FinishSwitch(void* fake_stack_save, const void** bottom_old, std::size_t* size_old) {
   __sanitizer_finish_switch_fiber(fake_stack_save, bottom_old, size_old);
 }
+inline void UnpoisonStack(const void* bottom, std::size_t size) {
+  __asan_unpoison_memory_region(bottom, size);
+}
 #else
 inline void StartSwitch(void**, const void*, std::size_t) {}
 inline void FinishSwitch(void*, const void**, std::size_t*) {}
+inline void UnpoisonStack(const void*, std::size_t) {}
 #endif
 
 // Holds TSan's ignore state for one scope (emulator code, not kernel code).

@@ -1,75 +1,151 @@
+// Under TSan this file is compiled without function entry/exit
+// instrumentation (kernels/cuda/CMakeLists.txt): a switch starts in one TSan
+// context and returns in another, so TSan's shadow call stacks would drift
+// with every switch.
 #include "kernels/cuda/emulation/thread_fiber.h"
 
-#include <memory>
-#include <utility>
-
+#include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
+#include <utility>
+#include <vector>
 
 #include "kernels/cuda/emulation/sanitizer_hooks.h"
 
 namespace tandem::cuda_emu {
 namespace {
 
-// protected_fixedsize_stack that also tells the ThreadFiber where its stack
-// is (ASan needs the bounds of every stack it is switched to).
-class RecordingStack {
+// This OS thread's fiber resources for reuse: TSan contexts (costly to
+// create) and stacks (mapping and unmapping them, and TSan's bookkeeping of
+// that, dominated short kernels). `free` ones may be handed out; `retired`
+// ones belong to finished fibers of the running block (see thread_fiber.h).
+struct FiberResources {
+  std::vector<void*> free_contexts;
+  std::vector<void*> retired_contexts;
+  std::vector<boost::context::stack_context> free_stacks;
+  std::vector<boost::context::stack_context> retired_stacks;
+
+  ~FiberResources() {
+    EndOfBlock();
+    for (void* context : free_contexts) sanitizer::DestroyFiber(context);
+    for (boost::context::stack_context& stack : free_stacks) {
+      boost::context::protected_fixedsize_stack(stack.size).deallocate(stack);
+    }
+  }
+  void* TakeContext() {
+    if (free_contexts.empty()) return sanitizer::CreateFiber();
+    void* context = free_contexts.back();
+    free_contexts.pop_back();
+    return context;
+  }
+  void EndOfBlock() {
+    free_contexts.insert(free_contexts.end(), retired_contexts.begin(), retired_contexts.end());
+    retired_contexts.clear();
+    for (boost::context::stack_context& stack : retired_stacks) {
+      // Frames that never returned (the fiber's entry) left ASan poison.
+      sanitizer::UnpoisonStack(static_cast<char*>(stack.sp) - stack.size, stack.size);
+      free_stacks.push_back(stack);
+    }
+    retired_stacks.clear();
+  }
+};
+
+thread_local FiberResources fiber_resources;
+
+// A Boost.Context stack allocator over fiber_resources' stacks (guard page
+// below each) that also tells the fiber where its stack is: ASan needs the
+// bounds of every stack it is switched to.
+class RecyclingStack {
  public:
-  RecordingStack(std::size_t size, const void** bottom, std::size_t* bytes)
-      : stack_(size), bottom_(bottom), bytes_(bytes) {}
+  RecyclingStack(std::size_t size, const void** bottom, std::size_t* bytes)
+      : size_(size), bottom_(bottom), bytes_(bytes) {}
   boost::context::stack_context allocate() {
-    boost::context::stack_context context = stack_.allocate();
+    boost::context::stack_context context;
+    std::vector<boost::context::stack_context>& free = fiber_resources.free_stacks;
+    if (!free.empty() && free.back().size >= size_) {
+      context = free.back();
+      free.pop_back();
+    } else {
+      context = boost::context::protected_fixedsize_stack(size_).allocate();
+    }
     *bottom_ = static_cast<char*>(context.sp) - context.size;
     *bytes_ = context.size;
     return context;
   }
-  void deallocate(boost::context::stack_context& context) noexcept { stack_.deallocate(context); }
+  void deallocate(boost::context::stack_context& context) noexcept {
+    fiber_resources.retired_stacks.push_back(context);
+  }
 
  private:
-  boost::context::protected_fixedsize_stack stack_;
+  std::size_t size_;
   const void** bottom_;
   std::size_t* bytes_;
 };
 
 }  // namespace
 
+struct ThreadFiber::State {
+  boost::context::fiber Enter(boost::context::fiber&& scheduler_fiber);
+
+  std::function<void()> body;
+  boost::context::fiber self;       // the suspended fiber; empty while it runs and once done
+  boost::context::fiber scheduler;  // the suspended scheduler, while the fiber runs
+  bool finished = false;
+  // ASan: this fiber's stack, and the scheduler's as reported on entry.
+  const void* stack_bottom = nullptr;
+  std::size_t stack_size = 0;
+  const void* scheduler_stack_bottom = nullptr;
+  std::size_t scheduler_stack_size = 0;
+  void* scheduler_fake_stack = nullptr;
+  void* fiber_fake_stack = nullptr;
+  // TSan: this fiber's context and the scheduler's.
+  void* tsan_fiber = nullptr;
+  void* tsan_scheduler = nullptr;
+};
+
 ThreadFiber::ThreadFiber(std::size_t stack_bytes, std::function<void()> body)
-    : body_(std::move(body)) {
-  self_ = boost::context::fiber(
-      std::allocator_arg, RecordingStack(stack_bytes, &stack_bottom_, &stack_size_),
-      [this](boost::context::fiber&& scheduler) { return Enter(std::move(scheduler)); });
-  // Created after the Boost fiber so that everything the creator wrote so far
-  // (the fiber's record, the kernel's arguments) happens-before its body.
-  tsan_fiber_ = sanitizer::CreateFiber();
+    : state_(std::make_unique<State>()) {
+  State* state = state_.get();
+  state->body = std::move(body);
+  state->self = boost::context::fiber(
+      std::allocator_arg, RecyclingStack(stack_bytes, &state->stack_bottom, &state->stack_size),
+      [state](boost::context::fiber&& scheduler) { return state->Enter(std::move(scheduler)); });
+  state->tsan_fiber = fiber_resources.TakeContext();
 }
 
 ThreadFiber::~ThreadFiber() {
-  if (tsan_fiber_ != nullptr) sanitizer::DestroyFiber(tsan_fiber_);
+  if (state_->tsan_fiber != nullptr) fiber_resources.retired_contexts.push_back(state_->tsan_fiber);
 }
 
-boost::context::fiber ThreadFiber::Enter(boost::context::fiber&& scheduler) {
-  scheduler_ = std::move(scheduler);
-  sanitizer::FinishSwitch(nullptr, &scheduler_stack_bottom_, &scheduler_stack_size_);
-  body_();
-  finished_ = true;
+void ThreadFiber::EndOfBlock() { fiber_resources.EndOfBlock(); }
+
+bool ThreadFiber::finished() const { return state_->finished; }
+
+boost::context::fiber ThreadFiber::State::Enter(boost::context::fiber&& scheduler_fiber) {
+  scheduler = std::move(scheduler_fiber);
+  sanitizer::FinishSwitch(nullptr, &scheduler_stack_bottom, &scheduler_stack_size);
+  body();
+  finished = true;
   // nullptr: the fiber ends, so ASan may drop its fake stack.
-  sanitizer::StartSwitch(nullptr, scheduler_stack_bottom_, scheduler_stack_size_);
-  sanitizer::SwitchToFiber(tsan_scheduler_);
-  return std::move(scheduler_);
+  sanitizer::StartSwitch(nullptr, scheduler_stack_bottom, scheduler_stack_size);
+  sanitizer::SwitchToFiber(tsan_scheduler);
+  return std::move(scheduler);
 }
 
 void ThreadFiber::Resume() {
-  tsan_scheduler_ = sanitizer::CurrentFiber();
-  sanitizer::StartSwitch(&scheduler_fake_stack_, stack_bottom_, stack_size_);
-  sanitizer::SwitchToFiber(tsan_fiber_);
-  self_ = std::move(self_).resume();
-  sanitizer::FinishSwitch(scheduler_fake_stack_, nullptr, nullptr);
+  State& s = *state_;
+  s.tsan_scheduler = sanitizer::CurrentFiber();
+  sanitizer::StartSwitch(&s.scheduler_fake_stack, s.stack_bottom, s.stack_size);
+  sanitizer::SwitchToFiber(s.tsan_fiber);
+  s.self = std::move(s.self).resume();
+  sanitizer::FinishSwitch(s.scheduler_fake_stack, nullptr, nullptr);
 }
 
 void ThreadFiber::Suspend() {
-  sanitizer::StartSwitch(&fiber_fake_stack_, scheduler_stack_bottom_, scheduler_stack_size_);
-  sanitizer::SwitchToFiber(tsan_scheduler_);
-  scheduler_ = std::move(scheduler_).resume();
-  sanitizer::FinishSwitch(fiber_fake_stack_, &scheduler_stack_bottom_, &scheduler_stack_size_);
+  State& s = *state_;
+  sanitizer::StartSwitch(&s.fiber_fake_stack, s.scheduler_stack_bottom, s.scheduler_stack_size);
+  sanitizer::SwitchToFiber(s.tsan_scheduler);
+  s.scheduler = std::move(s.scheduler).resume();
+  sanitizer::FinishSwitch(s.fiber_fake_stack, &s.scheduler_stack_bottom, &s.scheduler_stack_size);
 }
 
 }  // namespace tandem::cuda_emu

@@ -3,6 +3,13 @@
 // switch (sanitizer_hooks.h). The scheduler Resume()s it; the code running
 // inside it Suspend()s back to the scheduler.
 //
+// Under TSan each fiber has a TSan fiber context. Contexts and stacks are
+// recycled (creating them dominated short kernels), but only once the block
+// that used them has ended (EndOfBlock): a context carries its history, and
+// within a block reuse would order a thread after one that exited before it
+// started. The switches never synchronize; a fiber's body must acquire
+// whatever its creator published (block_runner does, at thread start).
+//
 // Thread-safety: a ThreadFiber is created, resumed and destroyed on one OS
 // thread and never migrates (thread_local storage, e.g. static __shared__
 // variables, stays that of the block's OS thread).
@@ -11,8 +18,7 @@
 
 #include <cstddef>
 #include <functional>
-
-#include <boost/context/fiber.hpp>
+#include <memory>
 
 namespace tandem::cuda_emu {
 
@@ -22,7 +28,7 @@ class ThreadFiber {
   // return normally (the emulator aborts the process on kernel misuse
   // instead of unwinding).
   ThreadFiber(std::size_t stack_bytes, std::function<void()> body);
-  // Requires finished() or never resumed.
+  // Requires finished().
   ~ThreadFiber();
   ThreadFiber(const ThreadFiber&) = delete;
   ThreadFiber& operator=(const ThreadFiber&) = delete;
@@ -31,25 +37,16 @@ class ThreadFiber {
   void Resume();
   // From inside the body: back to the Resume() caller.
   void Suspend();
-  bool finished() const { return finished_; }
+  bool finished() const;
+
+  // Called by the scheduler after a block's last fiber is destroyed: the
+  // stacks and TSan contexts of this OS thread's destroyed fibers may be
+  // reused.
+  static void EndOfBlock();
 
  private:
-  boost::context::fiber Enter(boost::context::fiber&& scheduler);
-
-  std::function<void()> body_;
-  boost::context::fiber self_;       // the suspended fiber, empty when running or done
-  boost::context::fiber scheduler_;  // the suspended scheduler, while the fiber runs
-  bool finished_ = false;
-  // ASan: this fiber's stack, and the scheduler's as reported on entry.
-  const void* stack_bottom_ = nullptr;
-  std::size_t stack_size_ = 0;
-  const void* scheduler_stack_bottom_ = nullptr;
-  std::size_t scheduler_stack_size_ = 0;
-  void* scheduler_fake_stack_ = nullptr;
-  void* fiber_fake_stack_ = nullptr;
-  // TSan: this fiber's context and the scheduler's.
-  void* tsan_fiber_ = nullptr;
-  void* tsan_scheduler_ = nullptr;
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace tandem::cuda_emu

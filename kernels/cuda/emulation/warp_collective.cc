@@ -80,7 +80,8 @@ void ComputeWarpResults(const std::array<WarpArrival, kWarpSize>& arrivals, unsi
         break;
       default: {
         const int source = ShuffleSourceLane(arrival, lane);
-        results[lane] = (participants >> source & 1u) ? arrivals[source].value : kUndefinedShuffleBits;
+        results[lane] =
+            (participants >> source & 1u) ? arrivals[source].value : kUndefinedShuffleBits;
       }
     }
   }

@@ -31,7 +31,7 @@ const char* WarpOpName(WarpOp op);
 // One lane's arrival at a collective.
 struct WarpArrival {
   WarpOp op = WarpOp::kSyncWarp;
-  unsigned mask = 0;  // as the lane passed it
+  unsigned mask = 0;      // as the lane passed it
   int width = kWarpSize;  // shuffles: a power of two in [1, 32]
   int operand = 0;        // srcLane, delta or laneMask
   uint64_t value = 0;     // the shuffled bits, or the vote predicate (0 / 1)

@@ -2,14 +2,15 @@
 // a double-precision CPU sum, in several execution orders. Tolerance: fp32
 // sums of n uniform [-1, 1) values in a different order differ by far less
 // than 1e-4 * n.
+#include "kernels/cuda/sample_reduction.cuh"
+
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "kernels/cuda/sample_reduction.cuh"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 
 namespace tandem::cuda {
@@ -26,7 +27,8 @@ void ExpectBlockSums(int n, int num_blocks, int threads) {
   for (int i = 0; i < n; ++i) expected[i / threads % num_blocks] += in[i];
   DeviceBuffer<float> device_in(in);
   DeviceBuffer<float> sums(num_blocks);
-  ASSERT_EQ(LaunchBlockSum(device_in.get(), sums.get(), n, num_blocks, threads, nullptr), cudaSuccess);
+  ASSERT_EQ(LaunchBlockSum(device_in.get(), sums.get(), n, num_blocks, threads, nullptr),
+            cudaSuccess);
   const std::vector<float> got = sums.Download();
   for (int b = 0; b < num_blocks; ++b) {
     EXPECT_NEAR(got[b], expected[b], 1e-4 * n / num_blocks + 1e-6)

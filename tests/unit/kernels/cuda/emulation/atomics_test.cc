@@ -2,12 +2,12 @@
 // contention from all threads of several blocks, on global and shared
 // memory, and from kernels launched by two host threads at once (the only
 // case where emulated threads truly run in parallel).
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <limits>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 

@@ -2,12 +2,12 @@
 // emulation, in several execution orders: barriers with threads that exited
 // early, static shared memory per block, dynamic shared memory poisoned per
 // block, 3-D grids.
-#include <cstdint>
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 

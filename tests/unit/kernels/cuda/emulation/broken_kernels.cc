@@ -13,7 +13,7 @@ __global__ void TreeReductionKernel(const float* in, float* out, bool with_barri
   __syncthreads();
   for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
     if (t < stride) partial[t] += partial[t + stride];  // race-line: tree-level
-    if (with_barriers) __syncthreads();  // the broken variant skips it
+    if (with_barriers) __syncthreads();                 // the broken variant skips it
   }
   if (t == 0) out[0] = partial[0];
 }
@@ -21,8 +21,8 @@ __global__ void TreeReductionKernel(const float* in, float* out, bool with_barri
 __global__ void BroadcastKernel(const int* value, int* out, bool with_barrier) {
   __shared__ int shared_value;
   if (threadIdx.x == 0) shared_value = *value;  // race-line: broadcast-write
-  if (with_barrier) __syncthreads();  // the broken variant skips it
-  out[threadIdx.x] = shared_value;  // race-line: broadcast-read
+  if (with_barrier) __syncthreads();            // the broken variant skips it
+  out[threadIdx.x] = shared_value;              // race-line: broadcast-read
 }
 
 }  // namespace

@@ -4,13 +4,14 @@
 // kernel, block, thread and source lines. (In the TSan build the
 // missing-barrier kernels are checked for a race report instead:
 // check_tsan_race.sh.)
-#include <string>
-#include <vector>
+#include "tests/unit/kernels/cuda/emulation/broken_kernels.h"
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "kernels/cuda/emulation/sanitizer_hooks.h"
-#include "tests/unit/kernels/cuda/emulation/broken_kernels.h"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 
 namespace tandem::cuda_emu::testing {
@@ -19,7 +20,8 @@ namespace {
 std::vector<ExecutionOrder> OrdersToTry() {
   std::vector<ExecutionOrder> orders = {{ExecutionOrder::Kind::kSequential, 0},
                                         {ExecutionOrder::Kind::kReverse, 0}};
-  for (uint64_t seed = 1; seed <= 8; ++seed) orders.push_back({ExecutionOrder::Kind::kRandom, seed});
+  for (uint64_t seed = 1; seed <= 8; ++seed)
+    orders.push_back({ExecutionOrder::Kind::kRandom, seed});
   return orders;
 }
 
@@ -126,10 +128,11 @@ void RunShuffleFromExitedLane(ExecutionOrder::Kind kind) {
 }
 
 TEST(BrokenKernelsDeathTest, ShuffleNamingAnExitedLaneAborts) {
-  const std::string message = "kernel 'ShuffleFromExitedLaneKernel' block \\(0,0,0\\) thread \\(" +
-                              std::string("[0-9]+") + ",0,0\\): __shfl_sync at [^ ]*" +
-                              "broken_kernels_test\\.cc:" + std::to_string(kExitedLaneLine + 3) +
-                              ": mask 0xffffffff names lane 16 \\(thread \\(16,0,0\\)\\), which has exited";
+  const std::string message =
+      "kernel 'ShuffleFromExitedLaneKernel' block \\(0,0,0\\) thread \\(" + std::string("[0-9]+") +
+      ",0,0\\): __shfl_sync at [^ ]*" +
+      "broken_kernels_test\\.cc:" + std::to_string(kExitedLaneLine + 3) +
+      ": mask 0xffffffff names lane 16 \\(thread \\(16,0,0\\)\\), which has exited";
   // The waiting lanes see lane 16 exit (sequential), or find it exited on
   // arrival (reverse).
   EXPECT_DEATH(RunShuffleFromExitedLane(ExecutionOrder::Kind::kSequential), message);
@@ -150,8 +153,9 @@ TEST(BrokenKernelsDeathTest, DifferentCollectivesInOneWarpAbort) {
     DeviceBuffer<unsigned> out(32);
     TANDEM_LAUNCH(DifferentCollectivesKernel, 1, 32, 0, nullptr, out.get());
   };
-  EXPECT_DEATH(run(), "thread \\(1,0,0\\): __shfl_sync at .*names lane 0 .*which waits at "
-                      "__ballot_sync with mask 0xffffffff");
+  EXPECT_DEATH(run(),
+               "thread \\(1,0,0\\): __shfl_sync at .*names lane 0 .*which waits at "
+               "__ballot_sync with mask 0xffffffff");
 }
 
 // Three lanes each wait for the next one's different collective: no single
@@ -167,12 +171,15 @@ TEST(BrokenKernelsDeathTest, DeadlockAbortsListingTheWaiters) {
     DeviceBuffer<int> out(3);
     TANDEM_LAUNCH(CyclicWaitKernel, 1, 3, 0, nullptr, out.get());
   };
-  EXPECT_DEATH(run(), "kernel 'CyclicWaitKernel' block \\(0,0,0\\): deadlock: 3 live threads, none "
-                      "can run:\n  thread \\(0,0,0\\) waits at __shfl_sync with mask 0x00000003");
+  EXPECT_DEATH(run(),
+               "kernel 'CyclicWaitKernel' block \\(0,0,0\\): deadlock: 3 live threads, none "
+               "can run:\n  thread \\(0,0,0\\) waits at __shfl_sync with mask 0x00000003");
 }
 
 __global__ void BadMaskKernel(int* out) { out[threadIdx.x] = __shfl_sync(0x1u, 1, 0); }
-__global__ void BadWidthKernel(int* out) { out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1, 12); }
+__global__ void BadWidthKernel(int* out) {
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1, 12);
+}
 
 TEST(BrokenKernelsDeathTest, MaskWithoutTheCallerOrBadWidthAborts) {
   auto run_mask = [] {
@@ -184,8 +191,9 @@ TEST(BrokenKernelsDeathTest, MaskWithoutTheCallerOrBadWidthAborts) {
     DeviceBuffer<int> out(32);
     TANDEM_LAUNCH(BadWidthKernel, 1, 32, 0, nullptr, out.get());
   };
-  EXPECT_DEATH(run_mask(), "thread \\(1,0,0\\): __shfl_sync at .*: mask 0x00000001 does not name "
-                           "the calling lane 1");
+  EXPECT_DEATH(run_mask(),
+               "thread \\(1,0,0\\): __shfl_sync at .*: mask 0x00000001 does not name "
+               "the calling lane 1");
   EXPECT_DEATH(run_width(), "__shfl_xor_sync at .*: width 12 is not a power of two in \\[1, 32\\]");
 }
 

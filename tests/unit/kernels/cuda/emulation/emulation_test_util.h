@@ -3,11 +3,11 @@
 #ifndef TANDEM_TESTS_UNIT_KERNELS_CUDA_EMULATION_EMULATION_TEST_UTIL_H_
 #define TANDEM_TESTS_UNIT_KERNELS_CUDA_EMULATION_EMULATION_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
 #include <cstddef>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kernels/cuda/cuda_compat.cuh"
 #include "kernels/cuda/emulation/execution_order.h"

@@ -1,9 +1,10 @@
 // ExecutionOrder parsing and the order it gives a block's threads.
-#include <vector>
+#include "kernels/cuda/emulation/execution_order.h"
 
 #include <gtest/gtest.h>
 
-#include "kernels/cuda/emulation/execution_order.h"
+#include <vector>
+
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 
 namespace tandem::cuda_emu::testing {

@@ -2,13 +2,13 @@
 // chosen cases (ties, overflow, subnormals, signed zeros, NaN) and against
 // references on many random floats (GCC's _Float16 for half; the nearer of
 // the two neighbouring bfloat16 values, computed in double, for bfloat16).
+#include <gtest/gtest.h>
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "kernels/cuda/cuda_compat.cuh"
 
@@ -75,7 +75,8 @@ TEST(HalfTypesTest, Bfloat16RoundsTiesToEven) {
   EXPECT_EQ(Bf16Bits(-0.0f), 0x8000);
   EXPECT_EQ(Bf16Bits(std::numeric_limits<float>::denorm_min()), 0x0000);
   EXPECT_EQ(Bf16Bits(std::numeric_limits<float>::quiet_NaN()), 0x7fff);
-  EXPECT_EQ(Bf16Bits(std::bit_cast<float>(0xff800001u)), 0x7fff);  // a NaN that rounding would make inf
+  EXPECT_EQ(Bf16Bits(std::bit_cast<float>(0xff800001u)),
+            0x7fff);  // a NaN that rounding would make inf
   EXPECT_TRUE(std::isnan(__bfloat162float(__ushort_as_bfloat16(0x7fff))));
 }
 
@@ -96,9 +97,9 @@ TEST(HalfTypesTest, Bfloat16IsTheNearestNeighbourOnRandomFloats) {
     const double high_f = __bfloat162float(__ushort_as_bfloat16(above));
     const double high = std::isinf(high_f) ? std::ldexp(1.0, 128) : std::abs(high_f);
     const double x = std::abs(static_cast<double>(f));
-    const uint16_t nearest = (x - low < high - x) ? below
+    const uint16_t nearest = (x - low < high - x)   ? below
                              : (high - x < x - low) ? above
-                             : ((below & 1) == 0 ? below : above);
+                                                    : ((below & 1) == 0 ? below : above);
     ASSERT_EQ(got, nearest) << f;
   }
 }

@@ -19,9 +19,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "broadcast-broken" || mode == "broadcast-correct") {
-    std::printf("thread 5 read %d (expected 42)\n", RunBroadcast(42, 64, mode == "broadcast-correct")[5]);
+    std::printf("thread 5 read %d (expected 42)\n",
+                RunBroadcast(42, 64, mode == "broadcast-correct")[5]);
     return 0;
   }
-  std::fprintf(stderr, "usage: %s tree-broken|tree-correct|broadcast-broken|broadcast-correct\n", argv[0]);
+  std::fprintf(stderr, "usage: %s tree-broken|tree-correct|broadcast-broken|broadcast-correct\n",
+               argv[0]);
   return 2;
 }

@@ -1,13 +1,14 @@
 // The emulated CUDA runtime: poisoned allocations, copy direction and bounds
 // checks, the last-error protocol, streams and events, launch checks.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "kernels/cuda/emulation/device_memory.h"
+#include "kernels/cuda/emulation/sanitizer_hooks.h"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 
 namespace tandem::cuda_emu::testing {
@@ -37,11 +38,12 @@ TEST_F(RuntimeApiTest, CopiesCheckDirectionAndBounds) {
   const size_t bytes = 16 * sizeof(int);
   EXPECT_EQ(cudaMemcpy(device.get(), host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
   // Host pointer given as the device side, and the reverse.
-  EXPECT_EQ(cudaMemcpy(host.data(), host.data(), bytes, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpy(host.data(), host.data(), bytes, cudaMemcpyHostToDevice),
+            cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemcpy(device.get(), device.get(), bytes, cudaMemcpyDeviceToHost),
             cudaErrorInvalidValue);
-  // One element past the allocation (rounded up to 256 bytes).
-  EXPECT_EQ(cudaMemcpy(device.get() + 1, host.data(), 64 * sizeof(int), cudaMemcpyHostToDevice),
+  // One element past the allocation.
+  EXPECT_EQ(cudaMemcpy(device.get() + 1, host.data(), bytes, cudaMemcpyHostToDevice),
             cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemcpy(device.get(), host.data(), bytes, static_cast<cudaMemcpyKind>(9)),
             cudaErrorInvalidMemcpyDirection);
@@ -109,7 +111,9 @@ TEST_F(RuntimeApiTest, StreamsAndEvents) {
   cudaGetLastError();
 }
 
-__global__ void FillKernel(int* out, int value) { out[blockIdx.x * blockDim.x + threadIdx.x] = value; }
+__global__ void FillKernel(int* out, int value) {
+  out[blockIdx.x * blockDim.x + threadIdx.x] = value;
+}
 
 TEST_F(RuntimeApiTest, BadLaunchesRecordAnErrorAndRunNothing) {
   DeviceBuffer<int> out(std::vector<int>(64, 0));
@@ -153,6 +157,20 @@ TEST_F(RuntimeApiTest, FuncSetAttributeRaisesTheDynamicSharedLimit) {
   TANDEM_LAUNCH(BigSharedKernel, 1, 32, kWords * 4, nullptr, out.get(), kWords);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(out.Download(), std::vector<unsigned>(32, kWords * (kWords - 1) / 2));
+}
+
+__global__ void OverrunKernel(int* out, int n) { out[n + threadIdx.x] = 1; }
+
+TEST(RuntimeApiDeathTest, KernelOverrunningAnAllocationIsCaughtUnderAsan) {
+#ifndef TANDEM_CUDA_EMU_ASAN
+  GTEST_SKIP() << "needs the ASan build (scripts/test-cuda-emulation-sanitizers.sh)";
+#endif
+  auto run = [] {
+    int* out = nullptr;
+    cudaMalloc(&out, 10 * sizeof(int));
+    TANDEM_LAUNCH(OverrunKernel, 1, 32, 0, nullptr, out, 10);
+  };
+  EXPECT_DEATH(run(), "heap-buffer-overflow");
 }
 
 TEST(RuntimeApiDeathTest, IntrinsicOutsideAKernelAborts) {

@@ -2,11 +2,11 @@
 // family with every width (against a reference written from the CUDA
 // programming guide), votes with partial masks, __syncwarp, __activemask,
 // partial warps, 8-byte and 16-bit shuffled types.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 
@@ -208,7 +208,8 @@ TEST_P(WarpIntrinsicsTest, ActiveMaskInDivergentBranchesIsTheBranch) {
   for (int t = 0; t < 64; ++t) EXPECT_EQ(got[t], t % 32 < 10 ? 0x3ffu : ~0x3ffu) << t;
 }
 
-INSTANTIATE_TEST_SUITE_P(Orders, WarpIntrinsicsTest, ::testing::ValuesIn(TestOrders()), OrderTestName);
+INSTANTIATE_TEST_SUITE_P(Orders, WarpIntrinsicsTest, ::testing::ValuesIn(TestOrders()),
+                         OrderTestName);
 
 }  // namespace
 }  // namespace tandem::cuda_emu::testing
