@@ -15,8 +15,8 @@ namespace tandem::cuda {
 inline absl::Status LaunchStatus(const char* kernel) {
   const cudaError_t error = cudaGetLastError();
   if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("launching ", kernel, " failed: ",
-                                          cudaGetErrorName(error), " (",
+  return absl::InternalError(absl::StrCat("launching ", kernel,
+                                          " failed: ", cudaGetErrorName(error), " (",
                                           cudaGetErrorString(error), ")"));
 }
 

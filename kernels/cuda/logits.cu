@@ -55,8 +55,8 @@ __global__ void __launch_bounds__(kLogitsThreads) PenaltiesKernel(LogitsPenaltyP
     const int32_t c = atomicExch(&counts[id], 0);
     if (c == 0) continue;
     // Rounded product, then sum, as the CPU computes it (no fused multiply-add).
-    logits[id] -= __fadd_rn(__fmul_rn(row.frequency_penalty, static_cast<float>(c)),
-                            row.presence_penalty);
+    logits[id] -=
+        __fadd_rn(__fmul_rn(row.frequency_penalty, static_cast<float>(c)), row.presence_penalty);
   }
   if (!(row.temperature > 0.0f) || row.temperature == 1.0f) return;
   __syncthreads();
@@ -110,9 +110,8 @@ __global__ void __launch_bounds__(kLogitsThreads)
 
 absl::Status ValidateRows(const char* what, int32_t num_rows, int32_t vocab_size) {
   if (num_rows < 1 || vocab_size < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": num_rows ", num_rows,
-                                                   " and vocab_size ", vocab_size,
-                                                   " must be >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": num_rows ", num_rows, " and vocab_size ", vocab_size, " must be >= 1"));
   }
   return absl::OkStatus();
 }

@@ -51,8 +51,8 @@ __host__ __device__ inline DecodeSharedLayout MakeDecodeLayout(int group, int he
 }
 
 // scores[h, t0 + j] = scale * q_h · k_j for the tile's `count` keys.
-__device__ void ScoreTile(const float* q, const float* tile, float* scores, int group,
-                          int head_dim, int partition_size, int t0, int count, float scale) {
+__device__ void ScoreTile(const float* q, const float* tile, float* scores, int group, int head_dim,
+                          int partition_size, int t0, int count, float scale) {
   for (int idx = threadIdx.x; idx < group * kKeyTile; idx += blockDim.x) {
     const int h = idx / kKeyTile;
     const int j = idx % kKeyTile;
@@ -175,8 +175,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
     __syncthreads();  // the previous tile's readers are done
     LoadKvTile(k, cache, table, first + t0, n, kv_head, tile, kKeyTile, head_dim + 1);
     __syncthreads();
-    ScoreTile(smem + layout.q, tile, smem + layout.scores, group, head_dim, p.partition_size, t0,
-              n, p.scale);
+    ScoreTile(smem + layout.q, tile, smem + layout.scores, group, head_dim, p.partition_size, t0, n,
+              p.scale);
   }
   __syncthreads();
   SoftmaxScores(smem + layout.scores, smem + layout.stats, group, p.partition_size, count);
@@ -185,8 +185,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
     __syncthreads();
     LoadKvTile(v, cache, table, first + t0, n, kv_head, tile, kKeyTile, head_dim + 1);
     __syncthreads();
-    AccumulateTile(smem + layout.scores, tile, smem + layout.acc, group, head_dim,
-                   p.partition_size, t0, n);
+    AccumulateTile(smem + layout.scores, tile, smem + layout.acc, group, head_dim, p.partition_size,
+                   t0, n);
   }
   __syncthreads();
   WritePartitionResult(p, head_dim, group, kv_head, seq, part, num_partitions, smem + layout.acc,
@@ -204,7 +204,9 @@ __global__ void __launch_bounds__(kReduceThreads)
   float m = kNegInf;
   for (int i = 0; i < parts; ++i) m = fmaxf(m, partials.max[row0 + i]);
   float total = 0.0f;
-  for (int i = 0; i < parts; ++i) total += partials.sum[row0 + i] * expf(partials.max[row0 + i] - m);
+  for (int i = 0; i < parts; ++i) {
+    total += partials.sum[row0 + i] * expf(partials.max[row0 + i] - m);
+  }
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
     float acc = 0.0f;
     for (int i = 0; i < parts; ++i) {
@@ -224,27 +226,27 @@ absl::Status ValidateDecode(const PagedAttentionDecodeParams& p, const PagedKvCa
         "paged attention decode: q, out, block_tables and context_lens must not be null");
   }
   if (p.num_seqs < 1 || p.num_seqs > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("paged attention decode: num_seqs ", p.num_seqs,
-                                                   " is outside [1, 65535]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("paged attention decode: num_seqs ", p.num_seqs, " is outside [1, 65535]"));
   }
   if (p.partition_size < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("paged attention decode: partition_size ",
-                                                   p.partition_size, " must be >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("paged attention decode: partition_size ", p.partition_size, " must be >= 1"));
   }
   const int64_t capacity = static_cast<int64_t>(p.max_blocks_per_seq) * cache.block_size;
   if (p.max_context_len < 1 || p.max_context_len > capacity) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "paged attention decode: max_context_len ", p.max_context_len, " is outside [1, ",
-        capacity, "] (max_blocks_per_seq * block_size)"));
+    return absl::InvalidArgumentError(absl::StrCat("paged attention decode: max_context_len ",
+                                                   p.max_context_len, " is outside [1, ", capacity,
+                                                   "] (max_blocks_per_seq * block_size)"));
   }
   const int group = p.num_heads / cache.num_kv_heads;
   const int64_t shared_bytes =
       int64_t{4} * MakeDecodeLayout(group, cache.head_dim, p.partition_size).total;
   if (shared_bytes > kMaxSharedBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "paged attention decode: partition_size ", p.partition_size, " with ", group,
-        " query heads per KV head and head_dim ", cache.head_dim, " needs ", shared_bytes,
-        " bytes of shared memory, over the limit of ", kMaxSharedBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("paged attention decode: partition_size ", p.partition_size, " with ", group,
+                     " query heads per KV head and head_dim ", cache.head_dim, " needs ",
+                     shared_bytes, " bytes of shared memory, over the limit of ", kMaxSharedBytes));
   }
   return absl::OkStatus();
 }
@@ -257,7 +259,7 @@ int32_t NumDecodePartitions(const PagedAttentionDecodeParams& params) {
 }
 
 absl::StatusOr<int64_t> PagedAttentionDecodeWorkspaceBytes(const PagedAttentionDecodeParams& params,
-                                                          const PagedKvCache& cache) {
+                                                           const PagedKvCache& cache) {
   if (absl::Status s = ValidateDecode(params, cache); !s.ok()) return s;
   const int64_t parts = NumDecodePartitions(params);
   if (parts == 1) return 0;

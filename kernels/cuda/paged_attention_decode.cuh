@@ -37,7 +37,7 @@ struct PagedAttentionDecodeParams {
   int32_t max_blocks_per_seq = 0;
   int32_t max_context_len = 0;  // bound on context_lens known on the host; sizes the grid
   int32_t partition_size = kDefaultDecodePartitionSize;  // keys per split-K partition
-  float scale = 1.0f;           // usually 1/sqrt(head_dim)
+  float scale = 1.0f;                                    // usually 1/sqrt(head_dim)
   // PagedAttentionDecodeWorkspaceBytes(params, cache) bytes of device memory
   // for the partitions' partial results; may be null when that is 0.
   void* workspace = nullptr;
@@ -50,7 +50,7 @@ int32_t NumDecodePartitions(const PagedAttentionDecodeParams& params);
 // else num_seqs * num_heads * partitions * (head_dim + 2) floats.
 // INVALID_ARGUMENT as PagedAttentionDecode for bad shapes.
 absl::StatusOr<int64_t> PagedAttentionDecodeWorkspaceBytes(const PagedAttentionDecodeParams& params,
-                                                          const PagedKvCache& cache);
+                                                           const PagedKvCache& cache);
 
 // Enqueues the decode attention on `stream`: out[s, h, :] = softmax(scale *
 // q[s, h, :] · K_sᵀ) · V_s over the context of sequence s, KV head h /

@@ -46,12 +46,12 @@ __host__ __device__ inline PrefillSharedLayout MakePrefillLayout(int rows, int h
 
 // What one block works on.
 struct PrefillTile {
-  int group;       // query heads per KV head
+  int group;  // query heads per KV head
   int head_dim;
   int kv_head;
   int first_token;  // within the sequence
-  int rows;        // active rows: tokens in this tile * group
-  int first_pos;   // position of the tile's first query token
+  int rows;         // active rows: tokens in this tile * group
+  int first_pos;    // position of the tile's first query token
 };
 
 __device__ void LoadQueries(const PagedAttentionPrefillParams& p, const PagedAttentionSeq& seq,
@@ -120,8 +120,8 @@ __device__ void UpdateRowStats(const PrefillTile& t, float* smem,
 }
 
 // acc[r, d] = acc[r, d] * corr[r] + Σ_j P[r, j] v_j[d] over the tile's keys.
-__device__ void AccumulateTile(const PrefillTile& t, float* smem,
-                               const PrefillSharedLayout& layout, int count) {
+__device__ void AccumulateTile(const PrefillTile& t, float* smem, const PrefillSharedLayout& layout,
+                               int count) {
   constexpr int kStride = kPrefillKeyTile + 1;
   for (int idx = threadIdx.x; idx < t.rows * t.head_dim; idx += blockDim.x) {
     const int r = idx / t.head_dim;
@@ -189,13 +189,13 @@ absl::Status ValidatePrefill(const PagedAttentionPrefillParams& p, const PagedKv
         "paged attention prefill: q, out, seqs and block_tables must not be null");
   }
   if (p.num_seqs < 1 || p.num_seqs > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("paged attention prefill: num_seqs ",
-                                                   p.num_seqs, " is outside [1, 65535]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("paged attention prefill: num_seqs ", p.num_seqs, " is outside [1, 65535]"));
   }
   if (p.max_q_len < 1 || p.max_blocks_per_seq < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "paged attention prefill: max_q_len ", p.max_q_len, " and max_blocks_per_seq ",
-        p.max_blocks_per_seq, " must be >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat("paged attention prefill: max_q_len ",
+                                                   p.max_q_len, " and max_blocks_per_seq ",
+                                                   p.max_blocks_per_seq, " must be >= 1"));
   }
   const int32_t group = p.num_heads / cache.num_kv_heads;
   if (PrefillQueryTile(group, cache.head_dim) == 0) {
@@ -229,8 +229,8 @@ absl::Status PagedAttentionPrefill(const PagedAttentionPrefillParams& params,
     TANDEM_LAUNCH(PrefillKernel<float>, grid, kPrefillThreads, shared_bytes, stream, params, cache,
                   query_tile);
   } else {
-    TANDEM_LAUNCH(PrefillKernel<__half>, grid, kPrefillThreads, shared_bytes, stream, params,
-                  cache, query_tile);
+    TANDEM_LAUNCH(PrefillKernel<__half>, grid, kPrefillThreads, shared_bytes, stream, params, cache,
+                  query_tile);
   }
   return LaunchStatus("PrefillKernel");
 }

@@ -215,8 +215,8 @@ __global__ void __launch_bounds__(kTopKThreads) TopKKernel(TopKParams p) {
   const float bound = num_live > k ? GroupMaximaBound(group_max, k, value, token) : kNegInf;
   int total = Collect(logits, p.vocab_size, bound, value, token, &counter);
   if (total > kTopKMaxCandidates) {
-    total = Collect(logits, p.vocab_size, ExactKth(logits, p.vocab_size, k, scratch), value,
-                    token, &counter);
+    total = Collect(logits, p.vocab_size, ExactKth(logits, p.vocab_size, k, scratch), value, token,
+                    &counter);
   }
   if (total == 0 || total > kTopKMaxCandidates) {  // no live logit, or too many ties
     if (threadIdx.x == 0) {

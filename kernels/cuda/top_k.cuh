@@ -38,9 +38,9 @@ inline constexpr int32_t kTopKUnsupported = -1;
 inline constexpr int32_t kTopKOverflow = -2;
 
 struct TopKRowParams {
-  int32_t top_k = 1;    // in [1, kTopKMaxCandidates]
-  float top_p = 1.0f;   // >= 1: off
-  float min_p = 0.0f;   // <= 0: off
+  int32_t top_k = 1;   // in [1, kTopKMaxCandidates]
+  float top_p = 1.0f;  // >= 1: off
+  float min_p = 0.0f;  // <= 0: off
 };
 
 struct TopKRowResult {
@@ -56,9 +56,9 @@ struct TopKRowResult {
 struct TopKParams {
   const float* logits = nullptr;        // [num_rows, vocab_size], after penalties / temperature
   const TopKRowParams* rows = nullptr;  // [num_rows]
-  int32_t* tokens = nullptr;   // [num_rows, kTopKMaxCandidates]: kept ids, canonical order
-  float* weights = nullptr;    // [num_rows, kTopKMaxCandidates]: e^(logit - max logit)
-  TopKRowResult* results = nullptr;  // [num_rows]
+  int32_t* tokens = nullptr;            // [num_rows, kTopKMaxCandidates]: kept ids, canonical order
+  float* weights = nullptr;             // [num_rows, kTopKMaxCandidates]: e^(logit - max logit)
+  TopKRowResult* results = nullptr;     // [num_rows]
   int32_t num_rows = 0;
   int32_t vocab_size = 0;
 };

@@ -5,6 +5,10 @@
 // operations, unfused); min-p the identical kept set; the normalizer's max
 // exact and its sum within relative 1e-6 (the largest difference seen is
 // printed; only the summation order differs under emulation).
+#include "kernels/cuda/logits.cuh"
+
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -12,11 +16,8 @@
 #include <random>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "engine/sampling/candidate_list.h"
 #include "engine/sampling/logits_processor.h"
-#include "kernels/cuda/logits.cuh"
 #include "kernels/kernels.h"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 
@@ -81,15 +82,15 @@ void ExpectPenaltiesMatch(int32_t vocab, const std::vector<LogitsRowParams>& sha
   DeviceBuffer<int32_t> workspace(
       std::vector<int32_t>(LogitsPenaltyWorkspaceBytes(num_rows, vocab) / 4, 0));
   LogitsPenaltyParams params{device_logits.get(), device_rows.get(), device_ids.get(),
-                             workspace.get(), num_rows, vocab};
+                             workspace.get(),     num_rows,          vocab};
   ASSERT_TRUE(ApplyPenaltiesAndTemperature(params, nullptr).ok());
   const std::vector<float> got = device_logits.Download();
   int mismatches = 0, changed = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     changed += !SameBits(expected[i], logits[i]);
     if (!SameBits(got[i], expected[i]) && ++mismatches <= 5) {
-      ADD_FAILURE() << "row " << i / vocab << " id " << i % vocab << ": got " << got[i]
-                    << ", CPU " << expected[i];
+      ADD_FAILURE() << "row " << i / vocab << " id " << i % vocab << ": got " << got[i] << ", CPU "
+                    << expected[i];
     }
   }
   EXPECT_EQ(mismatches, 0);
@@ -107,8 +108,8 @@ TEST_P(LogitsTest, PenaltiesAndTemperatureAreBitIdentical) {
                         {1.0f, 0.2f, 0.0f, 1.5f, 0, 0, 0, 200},
                         {1.1f, 0.0f, 0.4f, 0.0f, 0, 17, 0, 33}},
                        1);
-  ExpectPenaltiesMatch(1001, {{1.5f, 1.0f, 1.0f, 0.3f, 0, 700, 0, 500}, {1.0f, 0, 0, 1, 0, 0, 0, 0}},
-                       2);
+  ExpectPenaltiesMatch(1001,
+                       {{1.5f, 1.0f, 1.0f, 0.3f, 0, 700, 0, 500}, {1.0f, 0, 0, 1, 0, 0, 0, 0}}, 2);
 }
 
 // The kept set of min-p: device rows after ApplyMinP versus the CPU's
@@ -160,9 +161,12 @@ TEST_P(LogitsTest, NormalizersMatchTheCpu) {
   std::mt19937 rng(4);
   const int32_t vocab = 49152;
   std::vector<float> logits = RandomRows(rng, 3, vocab);
-  std::vector<float> odd = {-kInf, std::numeric_limits<float>::quiet_NaN(), -kInf,  // nothing
-                            1.0f,  kInf,                                    3.0f,   // +inf
-                            -2.0f, std::numeric_limits<float>::quiet_NaN(), 5.0f};
+  std::vector<float> odd = {-kInf, std::numeric_limits<float>::quiet_NaN(),
+                            -kInf,  // nothing
+                            1.0f,  kInf,
+                            3.0f,  // +inf
+                            -2.0f, std::numeric_limits<float>::quiet_NaN(),
+                            5.0f};
   double worst = 0.0;
   for (auto [rows, n] : {std::pair{&logits, vocab}, std::pair{&odd, 3}}) {
     const int32_t num_rows = static_cast<int32_t>(rows->size() / n);

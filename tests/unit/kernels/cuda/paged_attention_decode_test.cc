@@ -6,14 +6,15 @@
 // Tolerance: abs 1e-4 on outputs (outputs are convex combinations of values
 // in [-1, 1]; the kernel differs from the reference only in summation order
 // and the split-K merge; the largest error seen is printed per case).
+#include "kernels/cuda/paged_attention_decode.cuh"
+
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "kernels/cuda/paged_attention_decode.cuh"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 #include "tests/unit/kernels/cuda/paged_attention_test_util.h"
 
@@ -98,8 +99,8 @@ TEST_P(PagedAttentionDecodeTest, SplitKMergesPartitions) {
 
 TEST_P(PagedAttentionDecodeTest, LongContextSplitK) {
   // 2000 keys in 4 partitions of the default 512, next to a short sequence.
-  ExpectDecodeMatches({9, 3, 64, 16, kernels::KvDtype::kF32}, {2000, 3}, kDefaultDecodePartitionSize,
-                      4);
+  ExpectDecodeMatches({9, 3, 64, 16, kernels::KvDtype::kF32}, {2000, 3},
+                      kDefaultDecodePartitionSize, 4);
 }
 
 TEST_P(PagedAttentionDecodeTest, OddShapes) {

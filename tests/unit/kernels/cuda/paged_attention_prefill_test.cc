@@ -6,14 +6,15 @@
 // Tolerance: abs 1e-4 on outputs (convex combinations of values in [-1, 1];
 // the kernel differs from the reference in summation order and the online
 // softmax rescaling; the largest error seen is printed per case).
+#include "kernels/cuda/paged_attention_prefill.cuh"
+
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "kernels/cuda/paged_attention_prefill.cuh"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 #include "tests/unit/kernels/cuda/paged_attention_test_util.h"
 

@@ -7,14 +7,14 @@
 #ifndef TANDEM_TESTS_UNIT_KERNELS_CUDA_PAGED_ATTENTION_TEST_UTIL_H_
 #define TANDEM_TESTS_UNIT_KERNELS_CUDA_PAGED_ATTENTION_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kernels/cuda/paged_kv_cache.cuh"
 #include "kernels/kernels.h"
@@ -43,9 +43,9 @@ struct HostAttention {
   std::vector<uint16_t> k16, v16;
   kernels::PagedKvView view;
   int32_t max_blocks_per_seq = 0;
-  std::vector<int32_t> block_tables;  // [num_seqs, max_blocks_per_seq], unused entries -1
+  std::vector<int32_t> block_tables;        // [num_seqs, max_blocks_per_seq], unused entries -1
   std::vector<kernels::AttentionSeq> seqs;  // block_table points into block_tables
-  std::vector<float> q;                      // [num_tokens, num_heads, head_dim]
+  std::vector<float> q;                     // [num_tokens, num_heads, head_dim]
   int64_t num_tokens = 0;
 
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(shape.head_dim)); }
@@ -76,18 +76,18 @@ inline HostAttention BuildHostAttention(const AttentionShape& shape,
     int32_t* table = h.block_tables.data() + s * h.max_blocks_per_seq;
     for (int32_t b = 0; b * shape.block_size < ctx; ++b) table[b] = ids[next++];
     for (int32_t pos = 0; pos < ctx; ++pos) {
-      const int64_t slot = int64_t{table[pos / shape.block_size]} * shape.block_size +
-                           pos % shape.block_size;
+      const int64_t slot =
+          int64_t{table[pos / shape.block_size]} * shape.block_size + pos % shape.block_size;
       for (int64_t i = 0; i < row; ++i) {
         k[slot * row + i] = uniform(rng);
         v[slot * row + i] = uniform(rng);
       }
     }
-    h.seqs.push_back({h.num_tokens, specs[s].q_len, specs[s].start_pos, table,
-                      h.max_blocks_per_seq});
+    h.seqs.push_back(
+        {h.num_tokens, specs[s].q_len, specs[s].start_pos, table, h.max_blocks_per_seq});
     h.num_tokens += specs[s].q_len;
   }
-  h.view = {nullptr, nullptr, shape.dtype, num_blocks, shape.block_size, shape.num_kv_heads,
+  h.view = {nullptr,       nullptr, shape.dtype, num_blocks, shape.block_size, shape.num_kv_heads,
             shape.head_dim};
   if (shape.dtype == kernels::KvDtype::kF32) {
     h.k32 = std::move(k);
@@ -120,8 +120,9 @@ struct DeviceKvCache {
         v32(h.v32.empty() ? 1 : h.v32.size()),
         k16(h.k16.empty() ? 1 : h.k16.size()),
         v16(h.v16.empty() ? 1 : h.v16.size()) {
-    cache = {nullptr, nullptr, KvCacheDtype::kF32, h.view.num_blocks, h.view.block_size,
-             h.view.num_kv_heads, h.view.head_dim};
+    cache = {nullptr,           nullptr,           KvCacheDtype::kF32,
+             h.view.num_blocks, h.view.block_size, h.view.num_kv_heads,
+             h.view.head_dim};
     if (h.shape.dtype == kernels::KvDtype::kF32) {
       k32.Upload(h.k32);
       v32.Upload(h.v32);

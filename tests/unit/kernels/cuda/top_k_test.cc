@@ -8,6 +8,10 @@
 // Tolerances: the kept set is identical; the device list is in the canonical
 // order; probabilities (weight / weight_sum) within relative 1e-6 of the
 // CPU's (the largest difference seen is printed).
+#include "kernels/cuda/top_k.cuh"
+
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,11 +19,8 @@
 #include <random>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "engine/sampling/candidate_list.h"
 #include "engine/sampling/logits_processor.h"
-#include "kernels/cuda/top_k.cuh"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 
 namespace tandem::cuda {
@@ -74,8 +75,13 @@ DeviceResult RunTopK(const std::vector<Row>& rows, int32_t vocab) {
   DeviceBuffer<int32_t> tokens(static_cast<size_t>(n) * kTopKMaxCandidates);
   DeviceBuffer<float> weights(static_cast<size_t>(n) * kTopKMaxCandidates);
   DeviceBuffer<TopKRowResult> results(n);
-  const TopKParams p{device_logits.get(), device_params.get(), tokens.get(), weights.get(),
-                     results.get(), n, vocab};
+  const TopKParams p{device_logits.get(),
+                     device_params.get(),
+                     tokens.get(),
+                     weights.get(),
+                     results.get(),
+                     n,
+                     vocab};
   EXPECT_TRUE(TopKTopP(p, nullptr).ok());
   return {results.Download(), tokens.Download(), weights.Download()};
 }
@@ -87,8 +93,7 @@ double ExpectRowsMatch(const std::vector<Row>& rows, int32_t vocab) {
   double worst = 0.0;
   for (size_t r = 0; r < rows.size(); ++r) {
     SCOPED_TRACE(::testing::Message() << "row " << r << " k " << rows[r].params.top_k << " p "
-                                      << rows[r].params.top_p << " min_p "
-                                      << rows[r].params.min_p);
+                                      << rows[r].params.top_p << " min_p " << rows[r].params.min_p);
     int32_t num_top_k = 0;
     const std::vector<std::pair<int32_t, double>> expected = CpuKept(rows[r], &num_top_k);
     const TopKRowResult& result = got.results[r];
@@ -148,7 +153,7 @@ TEST_P(TopKTest, SmolLmVocabularyRows) {
       {peaked, {40, 1.0f, 0.05f}},
       {peaked, {200, 0.5f, 0.0f}},
       {Uniform(rng, kVocab, -3.0f, 3.0f), {2048, 0.95f, 0.01f}},  // k > groups: bisection
-      {quantized, {10, 0.3f, 0.0f}},                               // ties at the k-th value
+      {quantized, {10, 0.3f, 0.0f}},                              // ties at the k-th value
       {increasing, {100, 0.8f, 0.0f}},
   };
   const double worst = ExpectRowsMatch(rows, kVocab);
