@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/block_reduce.cuh"
-#include "kernels/cuda/launch_status.cuh"
+#include "kernels/cuda/cuda_error.cuh"
 
 namespace tandem::cuda {
 namespace {

@@ -11,7 +11,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/cuda/launch_status.cuh"
+#include "kernels/cuda/cuda_error.cuh"
 
 namespace tandem::cuda {
 namespace {
