@@ -76,6 +76,14 @@ ABSL_FLAG(bool, do_sample, false,
 ABSL_FLAG(bool, json, false, "Print one JSON object per returned sequence");
 ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
 ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
+ABSL_FLAG(std::string, device, "cpu",
+          "cpu, or cuda: the CUDA backend (emulated on the CPU unless built with "
+          "-DTANDEM_CUDA_RUNTIME=gpu)");
+ABSL_FLAG(std::string, cuda_weights, "bf16",
+          "--device cuda: bf16 (weights dequantized to bf16) or native (kept quantized)");
+ABSL_FLAG(double, gpu_memory_fraction, 0.9,
+          "--device cuda: share of GPU memory for weights, scratch and KV cache (sizes the "
+          "cache unless --kv-blocks is set)");
 ABSL_FLAG(int64_t, kv_cache_bytes, 512ll << 20, "KV cache capacity in bytes");
 ABSL_FLAG(int32_t, kv_blocks, 0, "KV cache capacity in blocks (overrides --kv-cache-bytes)");
 ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
@@ -144,7 +152,8 @@ tandem::Program TandemProgram() {
        Join({{{"model"}}, prompt, sampling, beam,
              {{"speculative", "Speculative decoding with an in-process draft: ngram, "
                               "layer-skip:L or model[:PATH] (default: off)"},
-              {"num_speculative_tokens"}, {"precision"}, {"threads"}, {"kv_cache_bytes"},
+              {"num_speculative_tokens"}, {"precision"}, {"threads"}, {"device"},
+              {"cuda_weights"}, {"gpu_memory_fraction"}, {"kv_cache_bytes"},
               {"kv_blocks"}, {"block_size"}, {"max_batched_tokens"}, {"max_seqs"},
               {"prefix_cache"}}})},
       {"tokenize", "--model PATH [--decode] < LINES",
@@ -408,6 +417,11 @@ int Run(const std::vector<std::string>& args) {
   o.max_num_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens);
   o.max_num_seqs = absl::GetFlag(FLAGS_max_seqs);
   o.enable_prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
+  o.device.device = absl::GetFlag(FLAGS_device);
+  o.device.cuda_weights = absl::GetFlag(FLAGS_cuda_weights);
+  o.device.gpu_memory_fraction = absl::GetFlag(FLAGS_gpu_memory_fraction);
+  // The scheduler never batches more: the device scratch is sized for it.
+  o.device.max_batched_tokens = o.max_num_batched_tokens;
   return tandem::client::RunCommand(o);
 }
 

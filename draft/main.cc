@@ -5,6 +5,8 @@
 //                [--host 127.0.0.1] [--port 0] [--kv-cache-bytes N]
 //                [--block-size 16] [--threads 0] [--precision fast|reference]
 //                [--ngram-min 1] [--ngram-max 4] [--vocab-size N]
+//                [--device cpu|cuda] [--cuda-weights bf16|native]
+//                [--gpu-memory-fraction F] [--max-batched-tokens 2048]
 //   model         (default) a draft GGUF at --model (or model:PATH) with its
 //                 own paged KV cache (--kv-cache-bytes, --block-size)
 //   layer-skip:L  the first L layers of the TARGET's GGUF at --model, then its
@@ -45,6 +47,7 @@
 #include "draft/api/proposer.h"
 #include "draft/proposer_factory.h"
 #include "draft/api/speculative_spec.h"
+#include "engine/device/device_options.h"
 #include "engine/kv/kv_manager.h"
 #include "engine/model/model.h"
 
@@ -60,6 +63,15 @@ ABSL_FLAG(int64_t, kv_cache_bytes, 256ll << 20, "Draft KV cache capacity in byte
 ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
 ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
 ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
+ABSL_FLAG(std::string, device, "cpu",
+          "cpu, or cuda: the CUDA backend (emulated on the CPU unless built with "
+          "-DTANDEM_CUDA_RUNTIME=gpu)");
+ABSL_FLAG(std::string, cuda_weights, "bf16",
+          "--device cuda: bf16 (weights dequantized to bf16) or native (kept quantized)");
+ABSL_FLAG(double, gpu_memory_fraction, 0.2,
+          "--device cuda: share of GPU memory for the draft's weights, scratch and KV cache");
+ABSL_FLAG(int32_t, max_batched_tokens, 2048,
+          "--device cuda: most tokens of one draft forward (device scratch is sized for it)");
 ABSL_FLAG(int32_t, ngram_min, 1, "ngram: shortest suffix looked up, in tokens");
 ABSL_FLAG(int32_t, ngram_max, 4, "ngram: longest suffix looked up (longer matches win)");
 ABSL_FLAG(int32_t, vocab_size, 0,
@@ -152,6 +164,11 @@ absl::StatusOr<DraftConfig> ReadConfig() {
   config.proposer.vocab_size = absl::GetFlag(FLAGS_vocab_size);
   config.proposer.ngram_min_n = absl::GetFlag(FLAGS_ngram_min);
   config.proposer.ngram_max_n = absl::GetFlag(FLAGS_ngram_max);
+  ASSIGN_OR_RETURN(config.proposer.device,
+                   device::ParseDeviceFlags({absl::GetFlag(FLAGS_device),
+                                             absl::GetFlag(FLAGS_cuda_weights),
+                                             absl::GetFlag(FLAGS_gpu_memory_fraction),
+                                             absl::GetFlag(FLAGS_max_batched_tokens)}));
   return config;
 }
 

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "engine/model/cpu_model_runner.h"
 #include "engine/sampling/candidate_list.h"
 #include "engine/sampling/logits_processor.h"
 
@@ -82,6 +83,13 @@ std::vector<std::pair<int32_t, float>> ProcessedDistribution(const sampling::Sam
 
 absl::StatusOr<std::unique_ptr<ModelProposer>> ModelProposer::Create(
     std::unique_ptr<model::Model> model, const ModelProposerConfig& config) {
+  auto runner = std::make_unique<model::CpuModelRunner>(model.get());
+  return Create(std::move(model), std::move(runner), config);
+}
+
+absl::StatusOr<std::unique_ptr<ModelProposer>> ModelProposer::Create(
+    std::unique_ptr<model::Model> model, std::unique_ptr<model::ModelRunner> runner,
+    const ModelProposerConfig& config) {
   kv::KvManagerConfig kv_config{config.num_blocks, config.block_size,
                                 /*enable_prefix_cache=*/false};
   RETURN_IF_ERROR(kv::ValidateKvManagerConfig(kv_config));
@@ -97,14 +105,7 @@ absl::StatusOr<std::unique_ptr<ModelProposer>> ModelProposer::Create(
           "EOS token %d is out of range: must be in [0, %d)", id, mc.vocab_size));
     }
   }
-  kv::KvStorageConfig storage_config;
-  storage_config.num_layers = mc.num_layers;
-  storage_config.num_blocks = config.num_blocks;
-  storage_config.block_size = config.block_size;
-  storage_config.num_kv_heads = model->num_local_kv_heads();
-  storage_config.head_dim = mc.head_dim;
-  storage_config.dtype = model->kv_dtype();
-  ASSIGN_OR_RETURN(std::unique_ptr<kv::KvStorage> storage, kv::KvStorage::Create(storage_config));
+  RETURN_IF_ERROR(runner->ResetKvCache(config.num_blocks, config.block_size));
   ProposerInfo info;
   info.kind = config.kind;
   info.name = config.name;
@@ -118,15 +119,15 @@ absl::StatusOr<std::unique_ptr<ModelProposer>> ModelProposer::Create(
   // Each held sequence takes at least one KV block.
   info.max_sequences = config.num_blocks;
   return std::unique_ptr<ModelProposer>(
-      new ModelProposer(std::move(model), config, std::move(storage), std::move(info)));
+      new ModelProposer(std::move(model), std::move(runner), config, std::move(info)));
 }
 
 ModelProposer::ModelProposer(std::unique_ptr<model::Model> model,
-                             const ModelProposerConfig& config,
-                             std::unique_ptr<kv::KvStorage> storage, ProposerInfo info)
+                             std::unique_ptr<model::ModelRunner> runner,
+                             const ModelProposerConfig& config, ProposerInfo info)
     : model_(std::move(model)),
+      runner_(std::move(runner)),
       config_(config),
-      storage_(std::move(storage)),
       kv_manager_(kv::KvManagerConfig{config.num_blocks, config.block_size, false}),
       sampler_(model_->config().vocab_size),
       info_(std::move(info)) {}
@@ -154,7 +155,7 @@ absl::Status ModelProposer::Append(SeqId seq, std::span<const int32_t> tokens) {
         "draft KV cache is full: sequence %d needs %d more blocks, %d of %d are free",
         seq.value(), needed, kv_manager_.num_free_blocks(), config_.num_blocks));
   }
-  if (!copies->empty()) storage_->CopyBlocks(*copies);
+  if (!copies->empty()) return runner_->CopyBlocks(*copies);
   return absl::OkStatus();
 }
 
@@ -258,7 +259,7 @@ absl::Status ModelProposer::ForwardActive(std::span<const ProposeInput> inputs,
   }
   logits_.resize(active.size() * static_cast<size_t>(model_->config().vocab_size));
   auto forward_start = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(model_->Forward(batch, *storage_, logits_.data()));
+  RETURN_IF_ERROR(runner_->Forward(batch, logits_.data()));
   last_stats_.forward_ms += MsSince(forward_start);
   return absl::OkStatus();
 }

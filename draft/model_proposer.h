@@ -1,8 +1,9 @@
 // ModelProposer: the Proposer (proposer.h) that drafts with a model — a
 // separate small GGUF model sharing the target's vocabulary (kind model), or
 // the target itself truncated to its first L layers (kind layer-skip: a Model
-// loaded with ModelOptions::num_layers = L). It owns the Model, its own paged
-// KV cache (KvManager bookkeeping + KvStorage pages: a draft worker is not
+// loaded with ModelOptions::num_layers = L). It owns the Model, the
+// ModelRunner that computes it (CPU or GPU), its own paged KV cache (KvManager
+// bookkeeping + the runner's pages: a draft worker is not
 // coordinated by the coordinator's KV manager) and a Sampler, and keeps per
 // sequence the token history, the sampling params and the K/V.
 //
@@ -37,8 +38,8 @@
 #include "common/strong_id.h"
 #include "draft/api/proposer.h"
 #include "engine/kv/kv_manager.h"
-#include "engine/kv/kv_storage.h"
 #include "engine/model/model.h"
+#include "engine/model/model_runner.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/sampling_params.h"
 
@@ -65,11 +66,15 @@ struct ModelProposerConfig {
 
 class ModelProposer final : public Proposer {
  public:
-  // Creates the KV storage (config.num_blocks blocks of the model's shape:
-  // config().num_layers layers, so a layer-skip model's cache holds only its
-  // L layers). InvalidArgument for bad geometry or a kind that is not a model
-  // kind (naming value and limit); passes on KvStorage::Create's
-  // ResourceExhausted.
+  // Resets `runner`'s KV cache (config.num_blocks blocks of the model's
+  // shape: config().num_layers layers, so a layer-skip model's cache holds
+  // only its L layers); `runner` computes `model`. InvalidArgument for bad
+  // geometry or a kind that is not a model kind (naming value and limit);
+  // passes on ResetKvCache's ResourceExhausted.
+  static absl::StatusOr<std::unique_ptr<ModelProposer>> Create(
+      std::unique_ptr<model::Model> model, std::unique_ptr<model::ModelRunner> runner,
+      const ModelProposerConfig& config);
+  // The same on the CPU (a CpuModelRunner).
   static absl::StatusOr<std::unique_ptr<ModelProposer>> Create(
       std::unique_ptr<model::Model> model, const ModelProposerConfig& config);
 
@@ -97,8 +102,8 @@ class ModelProposer final : public Proposer {
     int32_t prompt_len = 0;
     sampling::SamplingParams params;
   };
-  ModelProposer(std::unique_ptr<model::Model> model, const ModelProposerConfig& config,
-                std::unique_ptr<kv::KvStorage> storage, ProposerInfo info);
+  ModelProposer(std::unique_ptr<model::Model> model, std::unique_ptr<model::ModelRunner> runner,
+                const ModelProposerConfig& config, ProposerInfo info);
   absl::Status Validate(std::span<const ProposeInput> inputs) const;
   // Reserves slots for tokens of `seq`; ResourceExhausted when out of blocks.
   absl::Status Append(SeqId seq, std::span<const int32_t> tokens);
@@ -133,8 +138,8 @@ class ModelProposer final : public Proposer {
                     std::vector<std::vector<DraftToken>>& out);
 
   std::unique_ptr<model::Model> model_;
+  std::unique_ptr<model::ModelRunner> runner_;  // computes model_
   ModelProposerConfig config_;
-  std::unique_ptr<kv::KvStorage> storage_;
   kv::KvManager kv_manager_;
   sampling::Sampler sampler_;
   const ProposerInfo info_;

@@ -6,7 +6,7 @@
 #include "common/status_macros.h"
 #include "draft/model_proposer.h"
 #include "engine/gguf/gguf_file.h"
-#include "engine/model/kv_budget.h"
+#include "engine/device/model_runner_factory.h"
 #include "engine/model/model_config.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
@@ -60,14 +60,21 @@ absl::StatusOr<std::unique_ptr<Proposer>> MakeModelProposer(const ProposerOption
   }
   model::ModelOptions model_options = options.model_options;
   if (layer_skip) model_options.num_layers = spec.num_layers;
+  model_options.cpu_weights = device::CpuWeightsFor(options.device.device);
   ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model, model::Model::Load(path, model_options));
+  device::RunnerOptions runner_options;
+  runner_options.device = options.device.device;
+  runner_options.cuda = options.device.cuda;
+  runner_options.block_size = options.block_size;
+  runner_options.kv_blocks = options.kv_blocks;
+  runner_options.kv_cache_bytes = options.kv_cache_bytes;
+  ASSIGN_OR_RETURN(device::LoadedRunner loaded,
+                   device::MakeModelRunner(model.get(), runner_options));
 
   ModelProposerConfig config;
   config.kind = spec.kind;
   config.block_size = options.block_size;
-  ASSIGN_OR_RETURN(config.num_blocks, model::NumKvBlocks(*model, options.block_size,
-                                                         options.kv_blocks,
-                                                         options.kv_cache_bytes));
+  config.num_blocks = loaded.num_blocks;
   if (options.eos_token_ids.has_value()) {
     config.eos_token_ids = *options.eos_token_ids;
   } else {
@@ -77,7 +84,7 @@ absl::StatusOr<std::unique_ptr<Proposer>> MakeModelProposer(const ProposerOption
     config.eos_token_ids = tok->EndOfGenerationIds();
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ModelProposer> proposer,
-                   ModelProposer::Create(std::move(model), config));
+                   ModelProposer::Create(std::move(model), std::move(loaded.runner), config));
   return std::unique_ptr<Proposer>(std::move(proposer));
 }
 

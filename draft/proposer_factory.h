@@ -23,6 +23,7 @@
 #include "draft/ngram_proposer.h"
 #include "draft/api/proposer.h"
 #include "draft/api/speculative_spec.h"
+#include "engine/device/device_options.h"
 #include "engine/model/model.h"
 
 namespace tandem::draft {
@@ -38,7 +39,10 @@ struct ProposerOptions {
   model::ModelOptions model_options;
   int32_t block_size = 16;
   int32_t kv_blocks = 0;                   // > 0: exactly this many blocks
-  int64_t kv_cache_bytes = 256ll << 20;    // used when kv_blocks == 0
+  int64_t kv_cache_bytes = 256ll << 20;    // used when kv_blocks == 0 on the CPU
+  // Where the draft model runs (--device of tandem-draft); on a GPU the cache
+  // is sized from device.cuda.gpu_memory_fraction when kv_blocks == 0.
+  device::DeviceChoice device;
   // End-of-generation ids masked while output < min_tokens (the target's);
   // unset: read from the loaded GGUF's vocabulary.
   std::optional<std::vector<int32_t>> eos_token_ids;

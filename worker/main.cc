@@ -3,6 +3,8 @@
 // tensor-parallel rank holding its shard of the model and of the KV cache:
 //   tandem-worker --model PATH [--host 127.0.0.1] [--port 0] [--kv-cache-bytes N | --kv-blocks N]
 //                 [--block-size 16] [--threads 0] [--precision fast|reference]
+//                 [--device cpu|cuda] [--cuda-weights bf16|native]
+//                 [--gpu-memory-fraction 0.9] [--max-batched-tokens 2048]
 //                 [--speculative ngram|layer-skip:L|model[:PATH]]
 // Rank 0 serves tandem.v1.TargetWorker, grpc.health.v1 and server reflection
 // and, once serving, prints exactly one line "tandem-worker listening on
@@ -49,8 +51,8 @@
 #include "draft/draft_service.h"
 #include "draft/proposer_factory.h"
 #include "draft/api/speculative_spec.h"
-#include "engine/model/kv_budget.h"
-#include "engine/kv/kv_storage.h"
+#include "engine/device/device_options.h"
+#include "engine/device/model_runner_factory.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
@@ -69,6 +71,16 @@ ABSL_FLAG(int32_t, kv_blocks, 0, "KV cache capacity in blocks (overrides --kv-ca
 ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
 ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
 ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
+ABSL_FLAG(std::string, device, "cpu",
+          "cpu, or cuda: the CUDA backend (emulated on the CPU unless built with "
+          "-DTANDEM_CUDA_RUNTIME=gpu); tensor-parallel size 1 only");
+ABSL_FLAG(std::string, cuda_weights, "bf16",
+          "--device cuda: bf16 (weights dequantized to bf16) or native (kept quantized)");
+ABSL_FLAG(double, gpu_memory_fraction, 0.9,
+          "--device cuda: share of GPU memory for weights, scratch and KV cache (sizes the "
+          "cache unless --kv-blocks is set)");
+ABSL_FLAG(int32_t, max_batched_tokens, 2048,
+          "--device cuda: most tokens of one step (device scratch is sized for it)");
 ABSL_FLAG(std::string, speculative, "",
           "Also serve tandem.v1.Draft on this port with a draft of this kind: ngram, "
           "layer-skip:L (this model's first L layers) or model[:PATH] (default: this model); "
@@ -143,6 +155,7 @@ struct WorkerConfig {
   model::ModelOptions model_options;  // threads and precision; no TP fields yet
   std::string speculative;           // "" = no draft beside the target
   int64_t draft_kv_cache_bytes = 0;
+  device::DeviceChoice device;
 };
 
 // --host, --port and --block-size; INVALID_ARGUMENT naming the flag.
@@ -185,13 +198,21 @@ absl::StatusOr<WorkerConfig> ReadConfig() {
   config.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
   config.speculative = absl::GetFlag(FLAGS_speculative);
   config.draft_kv_cache_bytes = absl::GetFlag(FLAGS_draft_kv_cache_bytes);
+  ASSIGN_OR_RETURN(config.device,
+                   device::ParseDeviceFlags({absl::GetFlag(FLAGS_device),
+                                             absl::GetFlag(FLAGS_cuda_weights),
+                                             absl::GetFlag(FLAGS_gpu_memory_fraction),
+                                             absl::GetFlag(FLAGS_max_batched_tokens)}));
+  config.model_options.cpu_weights = device::CpuWeightsFor(config.device.device);
   return config;
 }
 
-// This rank's shard of the target model and the step executor's settings
-// (its KV blocks sized from --kv-blocks or --kv-cache-bytes).
+// This rank's shard of the target model, the runner on --device and the
+// step executor's settings (its KV blocks sized from --kv-blocks, else
+// --kv-cache-bytes on the CPU or --gpu-memory-fraction on a GPU).
 struct Target {
   std::unique_ptr<model::Model> model;
+  std::unique_ptr<model::ModelRunner> runner;  // runs `model`
   worker::StepExecutorConfig exec_config;
 };
 
@@ -210,9 +231,16 @@ absl::StatusOr<Target> LoadTarget(const WorkerConfig& config, parallel::Communic
                    tokenizer::Tokenizer::Create(vocab));
   target.exec_config.block_size = config.block_size;
   target.exec_config.eos_token_ids = tokenizer->EndOfGenerationIds();
-  ASSIGN_OR_RETURN(target.exec_config.num_blocks,
-                   model::NumKvBlocks(*target.model, config.block_size, config.kv_blocks,
-                                      config.kv_cache_bytes));
+  device::RunnerOptions runner_options;
+  runner_options.device = config.device.device;
+  runner_options.cuda = config.device.cuda;
+  runner_options.block_size = config.block_size;
+  runner_options.kv_blocks = config.kv_blocks;
+  runner_options.kv_cache_bytes = config.kv_cache_bytes;
+  ASSIGN_OR_RETURN(device::LoadedRunner loaded,
+                   device::MakeModelRunner(target.model.get(), runner_options));
+  target.runner = std::move(loaded.runner);
+  target.exec_config.num_blocks = loaded.num_blocks;
   return target;
 }
 
@@ -258,7 +286,7 @@ int ServeRankZero(const WorkerConfig& config, const Target& target, parallel::Co
   std::unique_ptr<tp::MpiThreadQueue> mpi_thread;
   if (comm->world_size() > 1) mpi_thread = std::make_unique<tp::MpiThreadQueue>();
   absl::StatusOr<std::unique_ptr<worker::TargetWorkerService>> service =
-      worker::TargetWorkerService::Create(target.model.get(), target.exec_config, comm,
+      worker::TargetWorkerService::Create(target.runner.get(), target.exec_config, comm,
                                           mpi_thread.get());
   if (!service.ok()) return Fail(service.status());
   std::unique_ptr<draft::DraftService> draft_service;
@@ -275,10 +303,10 @@ int ServeRankZero(const WorkerConfig& config, const Target& target, parallel::Co
   absl::StatusOr<GrpcServer> started =
       StartGrpcServer(config.host, config.port, services, service_names);
   if (!started.ok()) return Fail(started.status());
-  std::fprintf(stderr, "%s: model %s, %d KV blocks of %d tokens, precision %s, "
+  std::fprintf(stderr, "%s: model %s on %s, %d KV blocks of %d tokens, precision %s, "
                "tensor-parallel size %d\n", kProcess, target.model->config().name.c_str(),
-               target.exec_config.num_blocks, config.block_size, config.precision.c_str(),
-               comm->world_size());
+               target.runner->device_name(), target.exec_config.num_blocks, config.block_size,
+               config.precision.c_str(), comm->world_size());
   AnnounceListening(kProcess, started->address);
   const auto stop_admitting = [&] {
     (*service)->SetServing(false);

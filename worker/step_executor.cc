@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "engine/model/cpu_model_runner.h"
 
 namespace tandem::worker {
 namespace {
@@ -32,26 +33,28 @@ void SyncBeamHistory(const SequenceStep& s, size_t prompt_size, std::vector<int3
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StepExecutor>> StepExecutor::Create(
-    model::Model* model, const StepExecutorConfig& config) {
-  const model::ModelConfig& mc = model->config();
-  kv::KvStorageConfig storage_config;
-  storage_config.num_layers = mc.num_layers;
-  storage_config.num_blocks = config.num_blocks;
-  storage_config.block_size = config.block_size;
-  storage_config.num_kv_heads = model->num_local_kv_heads();  // this rank's shard
-  storage_config.head_dim = mc.head_dim;
-  storage_config.dtype = model->kv_dtype();
-  ASSIGN_OR_RETURN(std::unique_ptr<kv::KvStorage> storage, kv::KvStorage::Create(storage_config));
-  return std::unique_ptr<StepExecutor>(new StepExecutor(model, std::move(storage), config));
+    model::ModelRunner* runner, const StepExecutorConfig& config) {
+  RETURN_IF_ERROR(runner->ResetKvCache(config.num_blocks, config.block_size));
+  return std::unique_ptr<StepExecutor>(new StepExecutor(runner, nullptr, config));
 }
 
-StepExecutor::StepExecutor(model::Model* model, std::unique_ptr<kv::KvStorage> storage,
+absl::StatusOr<std::unique_ptr<StepExecutor>> StepExecutor::Create(
+    model::Model* model, const StepExecutorConfig& config) {
+  auto runner = std::make_unique<model::CpuModelRunner>(model);
+  RETURN_IF_ERROR(runner->ResetKvCache(config.num_blocks, config.block_size));
+  model::ModelRunner* borrowed = runner.get();
+  return std::unique_ptr<StepExecutor>(new StepExecutor(borrowed, std::move(runner), config));
+}
+
+StepExecutor::StepExecutor(model::ModelRunner* runner,
+                           std::unique_ptr<model::ModelRunner> owned_runner,
                            const StepExecutorConfig& config)
-    : model_(model),
-      storage_(std::move(storage)),
+    : owned_runner_(std::move(owned_runner)),
+      runner_(runner),
+      model_(&runner->model()),
       config_(config),
-      sampler_(model->config().vocab_size),
-      verifier_(model->config().vocab_size) {}
+      sampler_(model_->config().vocab_size),
+      verifier_(model_->config().vocab_size) {}
 
 absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
   auto start = std::chrono::steady_clock::now();
@@ -103,8 +106,7 @@ absl::Status StepExecutor::ApplyPlanBookkeeping(const StepPlan& plan) {
       }
     }
   }
-  storage_->CopyBlocks(plan.copies);
-  return absl::OkStatus();
+  return runner_->CopyBlocks(plan.copies);
 }
 
 absl::StatusOr<std::vector<StepExecutor::SequenceState*>> StepExecutor::BuildBatch(
@@ -139,7 +141,7 @@ absl::Status StepExecutor::RunForward(const StepPlan& plan, StepTimings& timings
     logits = logits_.data();
   }
   auto forward_start = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(model_->Forward(batch_, *storage_, logits));
+  RETURN_IF_ERROR(runner_->Forward(batch_, logits));
   timings.forward_ms = MillisSince(forward_start);
   for (const SequenceStep& s : plan.sequences) timings.num_tokens += s.tokens.size();
   return absl::OkStatus();

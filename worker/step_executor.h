@@ -1,5 +1,6 @@
-// StepExecutor: runs StepPlans on one model replica. It holds the KV storage
-// (never the bookkeeping: block ids come in the plan), each live sequence's
+// StepExecutor: runs StepPlans on one model replica (a ModelRunner on the CPU
+// or a GPU). It sizes the runner's KV cache (never the bookkeeping: block ids
+// come in the plan) and holds each live sequence's
 // history for logits processing, and the sampler. The in-process WorkerGroup
 // and the gRPC worker service both drive one of these.
 //
@@ -13,8 +14,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "engine/kv/kv_storage.h"
 #include "engine/model/model.h"
+#include "engine/model/model_runner.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/speculative_verifier.h"
 #include "worker/api/step_plan.h"
@@ -35,8 +36,13 @@ struct StepExecutorConfig {
 
 class StepExecutor {
  public:
-  // Allocates the KV storage for `config.num_blocks` blocks. `model` must
-  // outlive the executor. Fails when the storage cannot be allocated.
+  // Resets the runner's KV cache to `config.num_blocks` blocks. `runner`
+  // must outlive the executor, and only one executor uses it at a time.
+  // Fails as ModelRunner::ResetKvCache.
+  static absl::StatusOr<std::unique_ptr<StepExecutor>> Create(model::ModelRunner* runner,
+                                                              const StepExecutorConfig& config);
+  // The same on the CPU: the executor owns a CpuModelRunner over `model`,
+  // which must outlive it.
   static absl::StatusOr<std::unique_ptr<StepExecutor>> Create(model::Model* model,
                                                               const StepExecutorConfig& config);
 
@@ -63,7 +69,7 @@ class StepExecutor {
     uint64_t stream = 0;
   };
 
-  StepExecutor(model::Model* model, std::unique_ptr<kv::KvStorage> storage,
+  StepExecutor(model::ModelRunner* runner, std::unique_ptr<model::ModelRunner> owned_runner,
                const StepExecutorConfig& config);
 
   // Execute's phases, in order.
@@ -93,8 +99,9 @@ class StepExecutor {
                                              std::span<sampling::SampleResult> samples,
                                              std::span<sampling::VerifyResult> verified);
 
-  model::Model* model_;
-  std::unique_ptr<kv::KvStorage> storage_;
+  std::unique_ptr<model::ModelRunner> owned_runner_;  // may be null
+  model::ModelRunner* runner_;
+  model::Model* model_;  // runner_->model()
   StepExecutorConfig config_;
   sampling::Sampler sampler_;
   sampling::SpeculativeVerifier verifier_;

@@ -20,28 +20,29 @@ grpc::Status NotServing() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TargetWorkerService>> TargetWorkerService::Create(
-    model::Model* model, const StepExecutorConfig& config, parallel::Communicator* comm,
+    model::ModelRunner* runner, const StepExecutorConfig& config, parallel::Communicator* comm,
     tp::MpiThreadQueue* mpi_thread) {
-  ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, StepExecutor::Create(model, config));
+  ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, StepExecutor::Create(runner, config));
   return std::unique_ptr<TargetWorkerService>(
-      new TargetWorkerService(model, config, std::move(executor), comm, mpi_thread));
+      new TargetWorkerService(runner, config, std::move(executor), comm, mpi_thread));
 }
 
-TargetWorkerService::TargetWorkerService(model::Model* model, const StepExecutorConfig& config,
+TargetWorkerService::TargetWorkerService(model::ModelRunner* runner,
+                                         const StepExecutorConfig& config,
                                          std::unique_ptr<StepExecutor> executor,
                                          parallel::Communicator* comm, tp::MpiThreadQueue* mpi_thread)
-    : model_(model),
+    : runner_(runner),
       comm_(comm),
       mpi_thread_(mpi_thread),
       config_(config),
-      decoder_config_{model->config().vocab_size, config.num_blocks, config.block_size},
+      decoder_config_{runner->model().config().vocab_size, config.num_blocks, config.block_size},
       decoder_(std::make_unique<protocol::StepDecoder>(decoder_config_)),
       executor_(std::move(executor)) {}
 
 grpc::Status TargetWorkerService::Info(grpc::ServerContext* context,
                                        const tandem::v1::WorkerInfoRequest* request,
                                        tandem::v1::WorkerInfoResponse* response) {
-  const model::ModelConfig& mc = model_->config();
+  const model::ModelConfig& mc = runner_->model().config();
   response->set_model_name(mc.name);
   response->set_vocab_size(mc.vocab_size);
   response->set_context_length(mc.context_length);
@@ -77,7 +78,7 @@ grpc::Status TargetWorkerService::ResetLocked() {
   executor_.reset();
   decoder_->Reset();
   last_step_id_.store(-1);
-  absl::StatusOr<std::unique_ptr<StepExecutor>> executor = StepExecutor::Create(model_, config_);
+  absl::StatusOr<std::unique_ptr<StepExecutor>> executor = StepExecutor::Create(runner_, config_);
   if (!executor.ok()) {
     has_executor_.store(false);  // without an executor no step can run
     num_sequences_.store(0);

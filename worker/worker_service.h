@@ -25,7 +25,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/model/model.h"
+#include "engine/model/model_runner.h"
 #include "tandem/v1/worker.grpc.pb.h"
 #include "protocol/step_decoder.h"
 #include "worker/step_executor.h"
@@ -36,16 +36,16 @@ namespace tandem::worker {
 
 class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
  public:
-  // Creates the executor (KV storage of `config.num_blocks` blocks) and the
-  // decoder for `model`, which must outlive the service. Fails as
+  // Creates the executor (KV cache of `config.num_blocks` blocks) and the
+  // decoder for `runner`, which must outlive the service. Fails as
   // StepExecutor::Create does (bad geometry, storage over the memory limit).
   // The service starts serving; see SetServing.
   // `comm` (rank 0 of the group) and `mpi_thread` (where collectives must
   // run) may be null for a group of one; otherwise both must outlive the
   // service, and Step/Reset broadcast to the other ranks on `mpi_thread`.
   static absl::StatusOr<std::unique_ptr<TargetWorkerService>> Create(
-      model::Model* model, const StepExecutorConfig& config, parallel::Communicator* comm = nullptr,
-      tp::MpiThreadQueue* mpi_thread = nullptr);
+      model::ModelRunner* runner, const StepExecutorConfig& config,
+      parallel::Communicator* comm = nullptr, tp::MpiThreadQueue* mpi_thread = nullptr);
 
   TargetWorkerService(const TargetWorkerService&) = delete;
   TargetWorkerService& operator=(const TargetWorkerService&) = delete;
@@ -70,7 +70,7 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
                       tandem::v1::HealthResponse* response) override;
 
  private:
-  TargetWorkerService(model::Model* model, const StepExecutorConfig& config,
+  TargetWorkerService(model::ModelRunner* runner, const StepExecutorConfig& config,
                       std::unique_ptr<StepExecutor> executor, parallel::Communicator* comm,
                       tp::MpiThreadQueue* mpi_thread);
 
@@ -81,7 +81,7 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
   grpc::Status StepLocked(const tandem::v1::StepRequest& request,
                           tandem::v1::StepResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
-  model::Model* const model_;
+  model::ModelRunner* const runner_;
   parallel::Communicator* const comm_;        // null: a group of one
   tp::MpiThreadQueue* const mpi_thread_;  // null: run in the handler's thread
   const StepExecutorConfig config_;

@@ -17,8 +17,7 @@
 #include "coordinator/scheduler/scheduler.h"
 #include "draft/proposer_factory.h"
 #include "draft/api/speculative_spec.h"
-#include "engine/model/kv_budget.h"
-#include "engine/kv/kv_storage.h"
+#include "engine/device/model_runner_factory.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/vocab.h"
@@ -91,6 +90,8 @@ absl::StatusOr<LocalEngine> LoadEngine(const RunOptions& o) {
   model::ModelOptions model_options;
   model_options.precision = o.precision;
   model_options.num_threads = o.num_threads;
+  ASSIGN_OR_RETURN(device::DeviceChoice device, device::ParseDeviceFlags(o.device));
+  model_options.cpu_weights = device::CpuWeightsFor(device.device);
   ASSIGN_OR_RETURN(engine.model, model::Model::Load(o.model_path, model_options));
   ASSIGN_OR_RETURN(engine.vocab, tokenizer::LoadVocabFromGguf(engine.model->file()));
   ASSIGN_OR_RETURN(engine.tok, tokenizer::Tokenizer::Create(engine.vocab));
@@ -101,10 +102,22 @@ absl::StatusOr<LocalEngine> LoadEngine(const RunOptions& o) {
   worker::StepExecutorConfig exec_config;
   exec_config.block_size = o.block_size;
   exec_config.eos_token_ids = engine.tok->EndOfGenerationIds();
-  ASSIGN_OR_RETURN(exec_config.num_blocks,
-                   model::NumKvBlocks(*engine.model, o.block_size, o.kv_blocks, o.kv_cache_bytes));
+  device::RunnerOptions runner_options;
+  runner_options.device = device.device;
+  runner_options.cuda = device.cuda;
+  runner_options.block_size = o.block_size;
+  runner_options.kv_blocks = o.kv_blocks;
+  runner_options.kv_cache_bytes = o.kv_cache_bytes;
+  ASSIGN_OR_RETURN(device::LoadedRunner loaded,
+                   device::MakeModelRunner(engine.model.get(), runner_options));
+  exec_config.num_blocks = loaded.num_blocks;
+  if (device.device != device::Device::kCpu) {
+    std::fprintf(stderr, "tandem run: model on %s (--cuda-weights %s), %d KV blocks of %d tokens\n",
+                 loaded.runner->device_name(), device::CudaWeightsName(device.cuda.weights),
+                 loaded.num_blocks, o.block_size);
+  }
   ASSIGN_OR_RETURN(engine.group,
-                   coordinator::LocalWorkerGroup::Create(engine.model.get(), exec_config));
+                   coordinator::LocalWorkerGroup::Create(std::move(loaded.runner), exec_config));
   return engine;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "coordinator/decoding/beam_search.h"
+#include "engine/device/device_options.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampling_params.h"
 
@@ -27,6 +28,8 @@ struct RunOptions {
   bool json = false;
   model::Precision precision = model::Precision::kFast;
   int32_t num_threads = 0;
+  // --device and the CUDA settings (device_options.h); parsed by RunCommand.
+  device::DeviceFlags device;
   int64_t kv_cache_bytes = 512ll << 20;
   int32_t kv_blocks = 0;  // overrides kv_cache_bytes when > 0
   int32_t block_size = 16;

@@ -12,7 +12,10 @@ namespace tandem::coordinator {
 
 class LocalWorkerGroup : public WorkerGroup {
  public:
-  // `model` must outlive the group.
+  // The group runs `runner` (its model must outlive the group).
+  static absl::StatusOr<std::unique_ptr<LocalWorkerGroup>> Create(
+      std::unique_ptr<model::ModelRunner> runner, const worker::StepExecutorConfig& config);
+  // The same on the CPU; `model` must outlive the group.
   static absl::StatusOr<std::unique_ptr<LocalWorkerGroup>> Create(
       model::Model* model, const worker::StepExecutorConfig& config);
 
@@ -22,10 +25,12 @@ class LocalWorkerGroup : public WorkerGroup {
   }
 
  private:
-  LocalWorkerGroup(WorkerGroupInfo info, std::unique_ptr<worker::StepExecutor> executor)
-      : info_(std::move(info)), executor_(std::move(executor)) {}
+  LocalWorkerGroup(WorkerGroupInfo info, std::unique_ptr<model::ModelRunner> runner,
+                   std::unique_ptr<worker::StepExecutor> executor)
+      : info_(std::move(info)), runner_(std::move(runner)), executor_(std::move(executor)) {}
 
   WorkerGroupInfo info_;
+  std::unique_ptr<model::ModelRunner> runner_;  // declared first: the executor uses it
   std::unique_ptr<worker::StepExecutor> executor_;
 };
 

@@ -40,7 +40,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path,
     }
   }
   ASSIGN_OR_RETURN(ModelWeights weights,
-                   LoadModelWeights(*file, config, options.precision == Precision::kReference,
+                   LoadModelWeights(*file, config,
+                                    options.cpu_weights && options.precision == Precision::kReference,
                                     shard));
   return std::unique_ptr<Model>(new Model(std::move(file), std::move(config), file_num_layers,
                                           std::move(weights), options, shard));
@@ -57,7 +58,9 @@ Model::Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, int32_t f
       pool_(std::make_unique<ThreadPool>(options.num_threads)) {
   matmul_params_.isa = kernels::BestIsa();
   matmul_params_.quantize_activations = options_.precision == Precision::kFast;
-  if (matmul_params_.quantize_activations) PackWeightRows(weights_, matmul_params_.isa, pool_.get());
+  if (matmul_params_.quantize_activations && options_.cpu_weights) {
+    PackWeightRows(weights_, matmul_params_.isa, pool_.get());
+  }
   // Reference precision keeps attention and the elementwise ops on their
   // scalar reference code; only the weights' dot products differ by ISA.
   vector_isa_ = options_.precision == Precision::kFast ? kernels::BestIsa()
@@ -79,8 +82,10 @@ int64_t Model::NumLogitRows(std::span<const ForwardSequence> batch) {
 
 absl::Status Model::Validate(std::span<const ForwardSequence> batch,
                              const kv::KvStorage& kv) const {
-  if (batch.empty()) return absl::InvalidArgumentError("forward batch is empty");
-  const int32_t block_size = kv.config().block_size;
+  if (!options_.cpu_weights) {
+    return absl::FailedPreconditionError(
+        "this model was loaded for a device backend (cpu_weights = false); the CPU cannot run it");
+  }
   if (kv.config().num_kv_heads != shard_.num_kv_heads()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "the KV storage holds %d KV heads, this model (rank %d of %d) computes %d",
@@ -91,6 +96,12 @@ absl::Status Model::Validate(std::span<const ForwardSequence> batch,
         "the KV storage holds %d layers, this model runs %d", kv.config().num_layers,
         config_.num_layers));
   }
+  return ValidateBatch(batch, kv.config().num_blocks, kv.config().block_size);
+}
+
+absl::Status Model::ValidateBatch(std::span<const ForwardSequence> batch, int32_t num_blocks,
+                                  int32_t block_size) const {
+  if (batch.empty()) return absl::InvalidArgumentError("forward batch is empty");
   for (size_t i = 0; i < batch.size(); ++i) {
     const ForwardSequence& s = batch[i];
     if (s.tokens.empty()) {
@@ -114,10 +125,9 @@ absl::Status Model::Validate(std::span<const ForwardSequence> batch,
           (end + block_size - 1) / block_size, block_size, s.block_table.size()));
     }
     for (BlockId b : s.block_table) {
-      if (b.value() < 0 || b.value() >= kv.config().num_blocks) {
+      if (b.value() < 0 || b.value() >= num_blocks) {
         return absl::InvalidArgumentError(absl::StrFormat(
-            "block id %d is out of range: the cache has %d blocks", b.value(),
-            kv.config().num_blocks));
+            "block id %d is out of range: the cache has %d blocks", b.value(), num_blocks));
       }
     }
     if (s.num_logits < 0 || s.num_logits > static_cast<int32_t>(s.tokens.size())) {

@@ -64,6 +64,10 @@ struct ModelOptions {
   // num_layers, only those layers' weights are prepared, and its KvStorage
   // needs only that many layers. Must be in [1, the GGUF's block_count].
   int32_t num_layers = 0;
+  // false: the weights stay views of the mapped GGUF (no f32 copies, no
+  // packed rows) for a device backend that uploads them (engine/device/);
+  // Forward then fails with FailedPrecondition.
+  bool cpu_weights = true;
 };
 
 // One sequence's work in a forward batch.
@@ -109,6 +113,17 @@ class Model {
   // or a KvStorage whose num_kv_heads is not num_local_kv_heads(); passes on
   // a communicator's error.
   absl::Status Forward(std::span<const ForwardSequence> batch, kv::KvStorage& kv, float* logits);
+
+  // The checks of Forward that do not depend on the KV storage's contents:
+  // InvalidArgument (naming the value and the limit) for an empty batch,
+  // token ids outside the vocabulary, positions past the context length or
+  // the block tables, block ids outside [0, num_blocks), bad num_logits.
+  absl::Status ValidateBatch(std::span<const ForwardSequence> batch, int32_t num_blocks,
+                             int32_t block_size) const;
+
+  // The weight views (this rank's shard): GGUF views when loaded with
+  // cpu_weights = false.
+  const ModelWeights& weights() const { return weights_; }
 
   // Counts the rows Forward will write to `logits`.
   static int64_t NumLogitRows(std::span<const ForwardSequence> batch);

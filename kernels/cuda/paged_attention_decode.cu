@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_error.cuh"
+#include "kernels/cuda/paged_kv_tile.cuh"
 
 namespace tandem::cuda {
 namespace {

@@ -1,7 +1,8 @@
 // One layer of the paged KV cache in device memory, as the attention kernels
 // read it: the layout of kernels::PagedKvView (kernels/kernels.h), so the CPU
-// and CUDA backends share block ids and slots. Plus the device-side tile load
-// both attention kernels use.
+// and CUDA backends share block ids and slots. Host code includes it (the
+// real build compiles host code with the host compiler); the device-side
+// tile load of the attention kernels is paged_kv_tile.cuh.
 #ifndef TANDEM_KERNELS_CUDA_PAGED_KV_CACHE_CUH_
 #define TANDEM_KERNELS_CUDA_PAGED_KV_CACHE_CUH_
 
@@ -57,33 +58,6 @@ inline absl::Status ValidatePagedKvCache(const PagedKvCache& cache, int32_t num_
                                                    cache.num_kv_heads));
   }
   return absl::OkStatus();
-}
-
-__device__ __forceinline__ float KvToFloat(float x) { return x; }
-__device__ __forceinline__ float KvToFloat(__half x) { return __half2float(x); }
-
-// Block-cooperative copy of the K or V rows of `kv_head` at positions
-// [first_pos, first_pos + count) of one sequence (found through
-// `block_table`) into tile[row * stride + d] as float, for rows < tile_rows;
-// rows >= count are zero, so that a zero weight times them stays zero.
-// Callers separate it from readers of `tile` with barriers.
-template <typename T>
-__device__ void LoadKvTile(const T* __restrict__ base, const PagedKvCache& cache,
-                           const int32_t* __restrict__ block_table, int64_t first_pos, int count,
-                           int kv_head, float* tile, int tile_rows, int stride) {
-  const int head_dim = cache.head_dim;
-  for (int idx = threadIdx.x; idx < tile_rows * head_dim; idx += blockDim.x) {
-    const int row = idx / head_dim;
-    const int d = idx % head_dim;
-    float x = 0.0f;
-    if (row < count) {
-      const int64_t pos = first_pos + row;
-      const int64_t block = block_table[pos / cache.block_size];
-      const int64_t slot = block * cache.block_size + pos % cache.block_size;
-      x = KvToFloat(base[(slot * cache.num_kv_heads + kv_head) * head_dim + d]);
-    }
-    tile[row * stride + d] = x;
-  }
 }
 
 }  // namespace tandem::cuda

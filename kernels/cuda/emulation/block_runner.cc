@@ -38,6 +38,7 @@ BlockRunner::BlockRunner(const BlockSpec& spec, const std::function<void()>& ker
   num_threads_ = static_cast<int>(d.x * d.y * d.z);
   live_ = num_threads_;
   threads_.resize(num_threads_);
+  warps_.resize((num_threads_ + kWarpSize - 1) / kWarpSize);
   ready_.assign((num_threads_ + 63) / 64, 0);
   for (int t = 0; t < num_threads_; ++t) {
     const unsigned u = static_cast<unsigned>(t);
@@ -109,7 +110,27 @@ void BlockRunner::SetReady(int t, bool ready) {
   if (was == ready) return;
   ready_[t / 64] ^= bit;
   num_ready_ += ready ? 1 : -1;
-  if (ready && threads_[t].state != State::kNotStarted) threads_[t].state = State::kReady;
+  if (ready && threads_[t].state != State::kNotStarted) {
+    // Leaving a barrier or a warp collective.
+    WarpLanes& w = warps_[t / kWarpSize];
+    const unsigned lane_bit = 1u << (t % kWarpSize);
+    w.blocked &= ~lane_bit;
+    w.at_warp &= ~lane_bit;
+    if (w.at_warp == 0) w.uniform = true;
+    threads_[t].state = State::kReady;
+  }
+}
+
+void BlockRunner::EnterWarpCollective(int t, const WarpArrival& arrival) {
+  WarpLanes& w = warps_[t / kWarpSize];
+  if (w.at_warp == 0) {
+    w.collective = arrival;
+    w.uniform = true;
+  } else if (!SameCollective(w.collective, arrival)) {
+    w.uniform = false;
+  }
+  w.at_warp |= 1u << (t % kWarpSize);
+  threads_[t].state = State::kAtWarp;
 }
 
 void BlockRunner::RunThread(int t) {
@@ -134,6 +155,7 @@ void BlockRunner::RunThread(int t) {
 void BlockRunner::OnThreadExit(int t) {
   sanitizer::ScopedIgnore ignore;
   threads_[t].state = State::kExited;
+  warps_[t / kWarpSize].blocked |= 1u << (t % kWarpSize);
   --live_;
   const int lane = t % kWarpSize;
   const int base = t - lane;
@@ -155,6 +177,7 @@ void BlockRunner::SyncThreads(const std::source_location& site) {
   CheckBarrierArrival(t, site);
   Thread& self = threads_[t];
   self.state = State::kAtBarrier;
+  warps_[t / kWarpSize].blocked |= 1u << (t % kWarpSize);
   self.site = site;
   if (barrier_waiting_ == 0) barrier_site_ = site;
   ++barrier_waiting_;
@@ -204,7 +227,7 @@ uint64_t BlockRunner::WarpCollective(const WarpArrival& arrival, const std::sour
   const unsigned participants = arrival.mask & ExistingLanes(t / kWarpSize);
   CheckWarpArrival(t, arrival, participants, site);
   Thread& self = threads_[t];
-  self.state = State::kAtWarp;
+  EnterWarpCollective(t, arrival);
   self.site = site;
   self.arrival = arrival;
   char* token = WarpToken(t, arrival, participants);  // null: no memory ordering
@@ -233,6 +256,12 @@ void BlockRunner::CheckWarpArrival(int t, const WarpArrival& arrival, unsigned p
                                    const std::source_location& site) const {
   const int lane = t % kWarpSize;
   const int base = t - lane;
+  const WarpLanes& w = warps_[t / kWarpSize];
+  const unsigned others = participants & ~(1u << lane);
+  if ((others & w.blocked) == 0 &&
+      ((others & w.at_warp) == 0 || (w.uniform && SameCollective(w.collective, arrival)))) {
+    return;  // no partner exited, waits at a barrier or at another collective
+  }
   for (int j = 0; j < kWarpSize; ++j) {
     if (j == lane || !(participants >> j & 1u)) continue;
     const Thread& other = threads_[base + j];
@@ -273,6 +302,7 @@ char* BlockRunner::WarpToken(int t, const WarpArrival& arrival, unsigned partici
 }
 
 void BlockRunner::MaybeCompleteWarp(int t, unsigned participants) {
+  if ((warps_[t / kWarpSize].at_warp & participants) != participants) return;  // not all here
   const int base = t - t % kWarpSize;
   const WarpArrival& arrival = threads_[t].arrival;
   std::array<WarpArrival, kWarpSize> arrivals;

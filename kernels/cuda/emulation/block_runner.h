@@ -80,8 +80,21 @@ class BlockRunner {
     std::unique_ptr<ThreadFiber> fiber;
   };
 
+  // Per warp, which lanes are where: kept with every state change so that a
+  // warp collective's arrival checks and completion test are O(1) when
+  // nothing is wrong (the lane-by-lane loops run only to name a problem or
+  // when waiting lanes differ in their collective).
+  struct WarpLanes {
+    unsigned at_warp = 0;     // lanes in kAtWarp
+    unsigned blocked = 0;     // lanes exited or at __syncthreads
+    WarpArrival collective;   // of the lanes at_warp, when `uniform`
+    bool uniform = true;      // every lane at_warp arrived at `collective`
+  };
+
   int PickReady();
   void SetReady(int t, bool ready);
+  // Records that `t` waits at `arrival` (WarpLanes).
+  void EnterWarpCollective(int t, const WarpArrival& arrival);
   void RunThread(int t);
   void OnThreadExit(int t);
   void MaybeOpenBarrier();
@@ -105,6 +118,7 @@ class BlockRunner {
   int live_ = 0;
   int current_ = -1;
   std::vector<Thread> threads_;
+  std::vector<WarpLanes> warps_;  // [warps of the block]
   std::vector<uint64_t> ready_;  // bitset over threads
   int num_ready_ = 0;
   std::mt19937_64 rng_;

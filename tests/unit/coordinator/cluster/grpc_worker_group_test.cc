@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "engine/model/cpu_model_runner.h"
 #include "coordinator/cluster/local_worker_group.h"
 #include "coordinator/scheduler/scheduler.h"
 #include "protocol/sampling_codec.h"
@@ -39,8 +40,9 @@ class Collect : public RequestObserver {
 // A TargetWorkerService served on 127.0.0.1 at a port the OS picks.
 struct Server {
   // `listen_port` 0: the OS picks one.
-  Server(model::Model* model, const worker::StepExecutorConfig& config, int listen_port = 0) {
-    auto created = worker::TargetWorkerService::Create(model, config);
+  Server(model::Model* model, const worker::StepExecutorConfig& config, int listen_port = 0)
+      : runner(std::make_unique<model::CpuModelRunner>(model)) {
+    auto created = worker::TargetWorkerService::Create(runner.get(), config);
     CHECK(created.ok(), "%s", created.status().ToString());
     service = *std::move(created);
     grpc::ServerBuilder builder;
@@ -59,6 +61,7 @@ struct Server {
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port); }
 
+  std::unique_ptr<model::CpuModelRunner> runner;  // declared first: the service uses it
   std::unique_ptr<worker::TargetWorkerService> service;
   std::unique_ptr<grpc::Server> server;
   int port = 0;

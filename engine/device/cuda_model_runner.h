@@ -1,0 +1,112 @@
+// CudaModelRunner: a Model run by the CUDA kernels of kernels/cuda on one
+// GPU, with its weights (DeviceWeights) and its paged KV cache in device
+// memory. The forward is the CPU Model's, step for step: embedding gather,
+// then per layer fused add + RMSNorm, q/k/v projections, RoPE, KV write,
+// paged attention (the decode kernel when every sequence computes one token,
+// else the prefill kernel), the output projection, add + RMSNorm, gate/up,
+// SiLU·up and the down projection; a final add + RMSNorm and the output head
+// on the rows that want logits, which are copied to the host. Projections of
+// up to cuda::kMaxGemvBatch rows are GEMVs, larger ones go through the
+// cuBLAS wrapper (cuda::Gemm).
+//
+// Numerics: fp32 activations and accumulation. With CudaWeights::kNative and
+// an f32 KV cache (Precision::kReference) every kernel equals the CPU
+// reference up to summation order; with kBf16 weights are rounded to bf16
+// and GEMMs round activations to bf16. Sampling stays on the host.
+//
+// Memory: weights at Create; every scratch buffer at Create, sized for
+// CudaOptions::max_batched_tokens; the KV cache at ResetKvCache. Forward and
+// CopyBlocks allocate no device memory (cuda::DeviceAllocationCount).
+//
+// Built twice from the same sources: against the real CUDA runtime and
+// cuBLAS, and against the emulator (TANDEM_CUDA_EMULATION), where it runs
+// on the CPU. Tensor parallelism on the device (NCCL) is not built yet.
+//
+// Thread-safety: as ModelRunner.
+#ifndef TANDEM_ENGINE_DEVICE_CUDA_MODEL_RUNNER_H_
+#define TANDEM_ENGINE_DEVICE_CUDA_MODEL_RUNNER_H_
+
+#include <memory>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "engine/device/device_batch.h"
+#include "engine/device/device_options.h"
+#include "engine/device/device_weights.h"
+#include "engine/model/model_runner.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/paged_kv_cache.cuh"
+
+namespace tandem::device {
+
+// Copy orders one CopyKvBlocks launch takes; more go in several launches.
+inline constexpr int32_t kMaxCopiesPerLaunch = 1024;
+
+// FailedPrecondition: Forward or CopyBlocks before a successful reset.
+absl::Status NoCacheError();
+
+class CudaModelRunner : public model::ModelRunner {
+ public:
+  // Uploads `model`'s weights (loaded with ModelOptions::cpu_weights =
+  // false; `model` must outlive the runner) and allocates the scratch.
+  // InvalidArgument for bad options or a tensor-parallel model;
+  // ResourceExhausted when device memory runs out; INTERNAL for a CUDA error.
+  static absl::StatusOr<std::unique_ptr<CudaModelRunner>> Create(model::Model* model,
+                                                                 const CudaOptions& options);
+  ~CudaModelRunner() override;
+
+  model::Model& model() override { return *model_; }
+  const char* device_name() const override;
+  absl::Status ResetKvCache(int32_t num_blocks, int32_t block_size) override;
+  absl::Status CopyBlocks(std::span<const kv::BlockCopy> copies) override;
+  absl::Status Forward(std::span<const model::ForwardSequence> batch, float* logits) override;
+
+  // KV blocks of `block_size` tokens that fit in what `fraction` of the
+  // device's total memory leaves after everything allocated so far (call it
+  // before ResetKvCache). ResourceExhausted naming the numbers when not one
+  // block fits.
+  absl::StatusOr<int32_t> NumKvBlocksForMemoryFraction(double fraction, int32_t block_size) const;
+
+  const DeviceWeights& weights() const { return weights_; }
+
+ private:
+  CudaModelRunner(model::Model* model, const CudaOptions& options, cudaStream_t stream);
+  absl::Status AllocateScratch();
+  int64_t KvBytesPerBlock(int32_t block_size) const;
+  // Layer `layer`'s K or V pages (plane 0 / 1).
+  void* KvPlane(int32_t layer, int plane) const;
+  kernels::PagedKvView LayerView(int32_t layer) const;
+  cuda::PagedKvCache LayerCache(int32_t layer) const;
+  // y[n, w.rows] = x[n, w.cols] · wᵀ: GEMV for few rows, else the GEMM.
+  absl::Status Project(const kernels::WeightView& w, const float* x, int64_t n, float* y);
+  absl::Status Layer(int32_t layer);
+  absl::Status Attention(int32_t layer);
+  // Final rows of every sequence → host `logits`, in chunks of logits_rows_.
+  absl::Status Head(std::span<const model::ForwardSequence> batch, float* logits);
+  // Copies one group of copy orders with no block both written and read.
+  absl::Status CopyBlockGroup(std::span<const kv::BlockCopy> copies);
+
+  model::Model* model_;
+  CudaOptions options_;
+  cudaStream_t stream_ = nullptr;
+  DeviceWeights weights_;
+  std::unique_ptr<cuda::Gemm> gemm_;
+  std::optional<DeviceBatch> batch_;  // made at ResetKvCache (depends on block_size)
+  int64_t q_dim_ = 0, kv_dim_ = 0, ffn_ = 0;
+  int32_t logits_rows_ = 0;  // rows of the device logits buffer
+  // Scratch, [max_batched_tokens, ...] f32 (see model.h for the shapes).
+  cuda::DeviceBuffer x_, h_, q_, k_, v_, attn_, gate_, up_, out_;
+  cuda::DeviceBuffer logits_;            // [logits_rows_, vocab]
+  cuda::DeviceBuffer decode_workspace_;  // split-K partials of the decode attention
+  cuda::DeviceBuffer copy_src_, copy_dst_;  // [kMaxCopiesPerLaunch] block ids
+  // The KV cache: per layer a K and a V plane.
+  cuda::DeviceBuffer kv_;
+  int64_t kv_plane_bytes_ = 0;
+  int32_t num_blocks_ = 0;
+  int32_t block_size_ = 0;
+};
+
+}  // namespace tandem::device
+
+#endif  // TANDEM_ENGINE_DEVICE_CUDA_MODEL_RUNNER_H_

@@ -1,0 +1,53 @@
+#include "engine/device/device_options.h"
+
+#include "absl/strings/str_format.h"
+
+namespace tandem::device {
+
+absl::StatusOr<Device> ParseDevice(std::string_view flag, std::string_view value) {
+  if (value == "cpu") return Device::kCpu;
+  if (value == "cuda") return Device::kCuda;
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s '%s' is not a device: must be cpu or cuda", flag, value));
+}
+
+absl::StatusOr<CudaWeights> ParseCudaWeights(std::string_view value) {
+  if (value == "bf16") return CudaWeights::kBf16;
+  if (value == "native") return CudaWeights::kNative;
+  return absl::InvalidArgumentError(
+      absl::StrFormat("--cuda-weights '%s' must be bf16 or native", value));
+}
+
+const char* CudaWeightsName(CudaWeights weights) {
+  return weights == CudaWeights::kBf16 ? "bf16" : "native";
+}
+
+absl::Status ValidateCudaOptions(const CudaOptions& options) {
+  if (!(options.gpu_memory_fraction > 0.0 && options.gpu_memory_fraction <= 1.0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--gpu-memory-fraction %g is out of range: must be in (0, 1]",
+        options.gpu_memory_fraction));
+  }
+  if (options.max_batched_tokens < 1 || options.max_batched_tokens > kMaxBatchedTokensLimit) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--max-batched-tokens %d is out of range: must be in [1, %d]", options.max_batched_tokens,
+        kMaxBatchedTokensLimit));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DeviceChoice> ParseDeviceFlags(const DeviceFlags& flags) {
+  DeviceChoice choice;
+  absl::StatusOr<Device> device = ParseDevice("--device", flags.device);
+  if (!device.ok()) return device.status();
+  choice.device = *device;
+  absl::StatusOr<CudaWeights> weights = ParseCudaWeights(flags.cuda_weights);
+  if (!weights.ok()) return weights.status();
+  choice.cuda.weights = *weights;
+  choice.cuda.gpu_memory_fraction = flags.gpu_memory_fraction;
+  choice.cuda.max_batched_tokens = flags.max_batched_tokens;
+  if (absl::Status s = ValidateCudaOptions(choice.cuda); !s.ok()) return s;
+  return choice;
+}
+
+}  // namespace tandem::device

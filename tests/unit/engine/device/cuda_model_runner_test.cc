@@ -1,0 +1,216 @@
+// CudaModelRunner under the CUDA emulator against the CPU Model on the
+// default model: the same batches through both (prefill chunks past the GEMV
+// limit, decode steps, mixed steps), copy-on-write forks, the allocation
+// counter, capacity errors and KV sizing from the memory fraction.
+#include "engine/device/cuda_model_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "common/logging.h"
+#include "engine/model/cpu_model_runner.h"
+#include "gtest/gtest.h"
+#include "tests/unit/engine/model/model_test_util.h"
+
+namespace tandem::device {
+namespace {
+
+using model::ForwardSequence;
+using model::Model;
+
+std::unique_ptr<Model> LoadModel(bool cpu_weights) {
+  model::ModelOptions options;
+  options.precision = model::Precision::kReference;  // f32 KV on both sides
+  options.cpu_weights = cpu_weights;
+  auto m = Model::Load(testing::DefaultModelPath(), options);
+  CHECK(m.ok(), "%s", m.status().ToString());
+  return *std::move(m);
+}
+
+// The models are shared by every test: loading and uploading cost seconds
+// under emulation.
+Model& CpuModel() {
+  static Model* m = LoadModel(true).release();
+  return *m;
+}
+Model& DeviceModel() {
+  static Model* m = LoadModel(false).release();
+  return *m;
+}
+
+std::unique_ptr<CudaModelRunner> MakeRunner(CudaWeights weights, int32_t max_tokens = 64) {
+  CudaOptions options;
+  options.weights = weights;
+  options.max_batched_tokens = max_tokens;
+  auto r = CudaModelRunner::Create(&DeviceModel(), options);
+  CHECK(r.ok(), "%s", r.status().ToString());
+  CHECK((*r)->ResetKvCache(32, 16).ok());
+  return *std::move(r);
+}
+
+std::vector<int32_t> Tokens(int32_t n, int32_t seed) {
+  std::vector<int32_t> t(n);
+  for (int32_t i = 0; i < n; ++i) t[i] = 100 + (seed * 7919 + i * 104729) % 40000;
+  return t;
+}
+
+// One sequence of a step, owning what ForwardSequence points at.
+struct Seq {
+  std::vector<int32_t> tokens;
+  int32_t start_pos = 0;
+  std::vector<BlockId> table;
+  int32_t num_logits = 1;
+};
+
+std::vector<float> Forward(model::ModelRunner& runner, const std::vector<Seq>& seqs) {
+  std::vector<ForwardSequence> batch;
+  for (const Seq& s : seqs) batch.push_back({s.tokens, s.start_pos, s.table, s.num_logits});
+  std::vector<float> logits(Model::NumLogitRows(batch) * runner.model().config().vocab_size);
+  absl::Status status = runner.Forward(batch, logits.data());
+  CHECK(status.ok(), "%s", status.ToString());
+  return logits;
+}
+
+// Every row's argmax is the same, and every logit is within `tol` of the
+// reference's (absolute, after scaling by the row's largest magnitude).
+void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, int32_t vocab,
+                 float tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t r = 0; r < want.size() / vocab; ++r) {
+    const float* g = got.data() + r * vocab;
+    const float* w = want.data() + r * vocab;
+    float scale = 1.0f;
+    float worst = 0.0f;
+    for (int32_t i = 0; i < vocab; ++i) {
+      scale = std::max(scale, std::fabs(w[i]));
+      worst = std::max(worst, std::fabs(g[i] - w[i]));
+    }
+    EXPECT_LE(worst, tol * scale) << "row " << r;
+    EXPECT_EQ(std::max_element(g, g + vocab) - g, std::max_element(w, w + vocab) - w)
+        << "row " << r;
+  }
+}
+
+std::vector<BlockId> Blocks(std::initializer_list<int32_t> ids) {
+  std::vector<BlockId> t;
+  for (int32_t id : ids) t.push_back(BlockId(id));
+  return t;
+}
+
+// Prefill (17 tokens: the GEMM path), a decode step (GEMVs, the decode
+// attention kernel) and a mixed step (the prefill kernel after cached
+// positions), through the CPU reference and the device.
+void CompareSteps(CudaWeights weights, float tol) {
+  auto device = MakeRunner(weights);
+  model::CpuModelRunner cpu(&CpuModel());
+  ASSERT_TRUE(cpu.ResetKvCache(32, 16).ok());
+  const int32_t vocab = CpuModel().config().vocab_size;
+  const std::vector<std::vector<Seq>> steps = {
+      {{Tokens(12, 1), 0, Blocks({0}), 1}, {Tokens(5, 2), 0, Blocks({1}), 5}},
+      {{Tokens(1, 3), 12, Blocks({0}), 1}, {Tokens(1, 4), 5, Blocks({1}), 1}},
+      {{Tokens(1, 5), 13, Blocks({0}), 1}, {Tokens(3, 6), 6, Blocks({1}), 2}},
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "step " << i);
+    ExpectClose(Forward(*device, steps[i]), Forward(cpu, steps[i]), vocab, tol);
+  }
+}
+
+TEST(CudaModelRunnerTest, NativeWeightsMatchTheCpuReference) {
+  CompareSteps(CudaWeights::kNative, 1e-4f);
+}
+
+TEST(CudaModelRunnerTest, Bf16WeightsStayNearTheCpuReference) {
+  CompareSteps(CudaWeights::kBf16, 5e-2f);
+}
+
+// Prompts over several KV blocks and query tiles, one sequence at a time.
+TEST(CudaModelRunnerTest, LongPromptsMatchTheCpuReference) {
+  auto device = MakeRunner(CudaWeights::kNative);
+  model::CpuModelRunner cpu(&CpuModel());
+  ASSERT_TRUE(cpu.ResetKvCache(32, 16).ok());
+  const int32_t vocab = CpuModel().config().vocab_size;
+  for (int32_t len : {9, 16, 17, 28}) {
+    SCOPED_TRACE(::testing::Message() << "prompt of " << len);
+    const std::vector<Seq> prefill = {{Tokens(len, len), 0, Blocks({4, 5}), 1}};
+    ExpectClose(Forward(*device, prefill), Forward(cpu, prefill), vocab, 1e-4f);
+    const std::vector<Seq> decode = {{Tokens(1, len + 1), len, Blocks({4, 5}), 1}};
+    ExpectClose(Forward(*device, decode), Forward(cpu, decode), vocab, 1e-4f);
+  }
+}
+
+TEST(CudaModelRunnerTest, ForkedBlocksGiveTheSameLogits) {
+  auto device = MakeRunner(CudaWeights::kNative);
+  const int32_t vocab = DeviceModel().config().vocab_size;
+  Forward(*device, {{Tokens(20, 7), 0, Blocks({0, 1}), 1}});
+  // Copy-on-write: the fork's second block is a copy of block 1.
+  const kv::BlockCopy copy{BlockId(1), BlockId(5)};
+  ASSERT_TRUE(device->CopyBlocks({&copy, 1}).ok());
+  const std::vector<float> both = Forward(
+      *device, {{Tokens(1, 8), 20, Blocks({0, 1}), 1}, {Tokens(1, 8), 20, Blocks({0, 5}), 1}});
+  EXPECT_TRUE(std::equal(both.begin(), both.begin() + vocab, both.begin() + vocab));
+}
+
+TEST(CudaModelRunnerTest, StepsAllocateNoDeviceMemory) {
+  auto device = MakeRunner(CudaWeights::kNative);
+  const int64_t before = cuda::DeviceAllocationCount();
+  Forward(*device, {{Tokens(18, 9), 0, Blocks({2, 3}), 18}});
+  const kv::BlockCopy copy{BlockId(3), BlockId(4)};
+  ASSERT_TRUE(device->CopyBlocks({&copy, 1}).ok());
+  Forward(*device, {{Tokens(1, 10), 18, Blocks({2, 3}), 1}, {Tokens(1, 10), 18, Blocks({2, 4}), 1}});
+  EXPECT_EQ(cuda::DeviceAllocationCount(), before);
+}
+
+TEST(CudaModelRunnerTest, RejectsABatchPastItsCapacity) {
+  auto device = MakeRunner(CudaWeights::kNative, /*max_tokens=*/16);
+  const std::vector<int32_t> tokens = Tokens(17, 11);
+  const std::vector<BlockId> table = Blocks({0, 1});
+  const ForwardSequence s{tokens, 0, table, 1};
+  std::vector<float> logits(DeviceModel().config().vocab_size);
+  absl::Status status = device->Forward({&s, 1}, logits.data());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("17 tokens"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("16"), std::string::npos) << status;
+}
+
+TEST(CudaModelRunnerTest, ForwardNeedsACache) {
+  auto device = MakeRunner(CudaWeights::kNative);
+  EXPECT_FALSE(device->ResetKvCache(0, 16).ok());
+  const std::vector<int32_t> tokens = Tokens(1, 12);
+  const std::vector<BlockId> table = Blocks({0});
+  const ForwardSequence s{tokens, 0, table, 1};
+  std::vector<float> logits(DeviceModel().config().vocab_size);
+  EXPECT_EQ(device->Forward({&s, 1}, logits.data()).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CudaModelRunnerTest, SizesTheCacheFromTheMemoryFraction) {
+  CudaOptions options;
+  options.weights = CudaWeights::kNative;
+  options.max_batched_tokens = 16;
+  auto device = *CudaModelRunner::Create(&DeviceModel(), options);
+  const cuda::DeviceMemoryInfo info = *cuda::QueryDeviceMemory();
+  const model::ModelConfig& c = DeviceModel().config();
+  const int64_t per_block = 2 * int64_t{c.num_layers} * 16 * c.num_kv_heads * c.head_dim * 4;
+  const int64_t used = info.total_bytes - info.free_bytes;
+  const double fraction = 0.5;
+  EXPECT_EQ(*device->NumKvBlocksForMemoryFraction(fraction, 16),
+            (static_cast<int64_t>(fraction * info.total_bytes) - used) / per_block);
+  absl::StatusOr<int32_t> none = device->NumKvBlocksForMemoryFraction(1e-6, 16);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(none.status().message().find("--gpu-memory-fraction"), std::string::npos);
+}
+
+TEST(CudaModelRunnerTest, RejectsBadOptions) {
+  CudaOptions options;
+  options.gpu_memory_fraction = 1.5;
+  absl::StatusOr<std::unique_ptr<CudaModelRunner>> r =
+      CudaModelRunner::Create(&DeviceModel(), options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("1.5"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tandem::device
