@@ -46,7 +46,12 @@ absl::StatusOr<DeviceChoice> ParseDeviceFlags(const DeviceFlags& flags) {
   choice.cuda.weights = *weights;
   choice.cuda.gpu_memory_fraction = flags.gpu_memory_fraction;
   choice.cuda.max_batched_tokens = flags.max_batched_tokens;
-  if (absl::Status s = ValidateCudaOptions(choice.cuda); !s.ok()) return s;
+  // The CUDA settings mean nothing to the CPU: there they are not checked,
+  // so that the CPU's own checks (e.g. the scheduler's token budget) name
+  // what is wrong.
+  if (choice.device == Device::kCuda) {
+    if (absl::Status s = ValidateCudaOptions(choice.cuda); !s.ok()) return s;
+  }
   return choice;
 }
 

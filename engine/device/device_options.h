@@ -59,7 +59,8 @@ struct DeviceChoice {
   Device device = Device::kCpu;
   CudaOptions cuda;
 };
-// Fails as ParseDevice, ParseCudaWeights and ValidateCudaOptions.
+// Fails as ParseDevice, ParseCudaWeights and, for Device::kCuda,
+// ValidateCudaOptions.
 absl::StatusOr<DeviceChoice> ParseDeviceFlags(const DeviceFlags& flags);
 
 }  // namespace tandem::device
