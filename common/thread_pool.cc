@@ -33,7 +33,7 @@ ThreadPool::~ThreadPool() {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
     stop_.store(true);
     // An empty job of a new generation wakes every worker to see stop_.
-    job_num_chunks_ = 0;
+    job_num_chunks_.store(0, std::memory_order_relaxed);
     claim_.store(static_cast<uint64_t>(++generation_) << 32, std::memory_order_release);
   }
   sleep_cv_.notify_all();
@@ -47,10 +47,10 @@ void ThreadPool::RunChunks(int thread_index, uint32_t generation) {
     uint32_t index = static_cast<uint32_t>(c & kIndexMask);
     // Read the job before claiming: a successful claim proves the job was
     // still this generation's (it is replaced only after all chunks are done).
-    const auto* job = job_;
-    int64_t n = job_n_;
-    int64_t chunk = job_chunk_;
-    uint32_t num_chunks = job_num_chunks_;
+    const auto* job = job_.load(std::memory_order_relaxed);
+    int64_t n = job_n_.load(std::memory_order_relaxed);
+    int64_t chunk = job_chunk_.load(std::memory_order_relaxed);
+    uint32_t num_chunks = job_num_chunks_.load(std::memory_order_relaxed);
     if (index >= num_chunks) return;
     if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
     int64_t begin = static_cast<int64_t>(index) * chunk;
@@ -69,10 +69,12 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
     fn(0, 0, n);
     return;
   }
-  job_ = &fn;
-  job_n_ = n;
-  job_chunk_ = (n + num_chunks - 1) / num_chunks;
-  job_num_chunks_ = static_cast<uint32_t>((n + job_chunk_ - 1) / job_chunk_);
+  const int64_t chunk = (n + num_chunks - 1) / num_chunks;
+  const uint32_t job_num_chunks = static_cast<uint32_t>((n + chunk - 1) / chunk);
+  job_.store(&fn, std::memory_order_relaxed);
+  job_n_.store(n, std::memory_order_relaxed);
+  job_chunk_.store(chunk, std::memory_order_relaxed);
+  job_num_chunks_.store(job_num_chunks, std::memory_order_relaxed);
   chunks_done_.store(0, std::memory_order_relaxed);
   {
     // Publishing under the mutex pairs with the sleepers' predicate check, so
@@ -83,7 +85,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
   if (num_sleeping_.load(std::memory_order_acquire) > 0) sleep_cv_.notify_all();
   RunChunks(0, generation_);
   int spins = 0;
-  while (chunks_done_.load(std::memory_order_acquire) < job_num_chunks_) {
+  while (chunks_done_.load(std::memory_order_acquire) < job_num_chunks) {
     if (++spins < 4096) {
       CpuRelax();
     } else {

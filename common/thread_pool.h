@@ -49,10 +49,13 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   // The job of the current generation; written only while no chunk of the
   // previous generation is outstanding, published by claim_ (release).
-  const std::function<void(int, int64_t, int64_t)>* job_ = nullptr;
-  int64_t job_n_ = 0;
-  int64_t job_chunk_ = 0;
-  uint32_t job_num_chunks_ = 0;
+  // Atomic (relaxed) because a worker reads them before its claim, possibly
+  // while the next job is being written: such a read is discarded when the
+  // claim fails, but it must not be a data race.
+  std::atomic<const std::function<void(int, int64_t, int64_t)>*> job_{nullptr};
+  std::atomic<int64_t> job_n_{0};
+  std::atomic<int64_t> job_chunk_{0};
+  std::atomic<uint32_t> job_num_chunks_{0};
   // (generation << 32) | next unclaimed chunk index.
   std::atomic<uint64_t> claim_{0};
   std::atomic<uint32_t> chunks_done_{0};
