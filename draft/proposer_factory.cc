@@ -62,14 +62,12 @@ absl::StatusOr<std::unique_ptr<Proposer>> MakeModelProposer(const ProposerOption
   if (layer_skip) model_options.num_layers = spec.num_layers;
   model_options.cpu_weights = device::CpuWeightsFor(options.device.device);
   ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model, model::Model::Load(path, model_options));
-  device::RunnerOptions runner_options;
-  runner_options.device = options.device.device;
-  runner_options.cuda = options.device.cuda;
-  runner_options.block_size = options.block_size;
-  runner_options.kv_blocks = options.kv_blocks;
-  runner_options.kv_cache_bytes = options.kv_cache_bytes;
   ASSIGN_OR_RETURN(device::LoadedRunner loaded,
-                   device::MakeModelRunner(model.get(), runner_options));
+                   device::MakeModelRunner(model.get(),
+                                           device::RunnerOptionsFor(options.device,
+                                                                    options.block_size,
+                                                                    options.kv_blocks,
+                                                                    options.kv_cache_bytes)));
 
   ModelProposerConfig config;
   config.kind = spec.kind;

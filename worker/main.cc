@@ -231,14 +231,11 @@ absl::StatusOr<Target> LoadTarget(const WorkerConfig& config, parallel::Communic
                    tokenizer::Tokenizer::Create(vocab));
   target.exec_config.block_size = config.block_size;
   target.exec_config.eos_token_ids = tokenizer->EndOfGenerationIds();
-  device::RunnerOptions runner_options;
-  runner_options.device = config.device.device;
-  runner_options.cuda = config.device.cuda;
-  runner_options.block_size = config.block_size;
-  runner_options.kv_blocks = config.kv_blocks;
-  runner_options.kv_cache_bytes = config.kv_cache_bytes;
   ASSIGN_OR_RETURN(device::LoadedRunner loaded,
-                   device::MakeModelRunner(target.model.get(), runner_options));
+                   device::MakeModelRunner(target.model.get(),
+                                           device::RunnerOptionsFor(config.device, config.block_size,
+                                                                    config.kv_blocks,
+                                                                    config.kv_cache_bytes)));
   target.runner = std::move(loaded.runner);
   target.exec_config.num_blocks = loaded.num_blocks;
   return target;

@@ -102,14 +102,10 @@ absl::StatusOr<LocalEngine> LoadEngine(const RunOptions& o) {
   worker::StepExecutorConfig exec_config;
   exec_config.block_size = o.block_size;
   exec_config.eos_token_ids = engine.tok->EndOfGenerationIds();
-  device::RunnerOptions runner_options;
-  runner_options.device = device.device;
-  runner_options.cuda = device.cuda;
-  runner_options.block_size = o.block_size;
-  runner_options.kv_blocks = o.kv_blocks;
-  runner_options.kv_cache_bytes = o.kv_cache_bytes;
   ASSIGN_OR_RETURN(device::LoadedRunner loaded,
-                   device::MakeModelRunner(engine.model.get(), runner_options));
+                   device::MakeModelRunner(engine.model.get(),
+                                           device::RunnerOptionsFor(device, o.block_size,
+                                                                    o.kv_blocks, o.kv_cache_bytes)));
   exec_config.num_blocks = loaded.num_blocks;
   if (device.device != device::Device::kCpu) {
     std::fprintf(stderr, "tandem run: model on %s (--cuda-weights %s), %d KV blocks of %d tokens\n",

@@ -8,6 +8,17 @@
 
 namespace tandem::device {
 
+RunnerOptions RunnerOptionsFor(const DeviceChoice& device, int32_t block_size, int32_t kv_blocks,
+                               int64_t kv_cache_bytes) {
+  RunnerOptions options;
+  options.device = device.device;
+  options.cuda = device.cuda;
+  options.block_size = block_size;
+  options.kv_blocks = kv_blocks;
+  options.kv_cache_bytes = kv_cache_bytes;
+  return options;
+}
+
 absl::StatusOr<LoadedRunner> MakeModelRunner(model::Model* model, const RunnerOptions& options) {
   LoadedRunner loaded;
   if (options.device == Device::kCpu) {

@@ -23,6 +23,10 @@ struct RunnerOptions {
   int64_t kv_cache_bytes = 0;
 };
 
+// RunnerOptions from the parsed device flags and the KV flags.
+RunnerOptions RunnerOptionsFor(const DeviceChoice& device, int32_t block_size, int32_t kv_blocks,
+                               int64_t kv_cache_bytes);
+
 struct LoadedRunner {
   std::unique_ptr<model::ModelRunner> runner;  // no KV cache yet: StepExecutor makes it
   int32_t num_blocks = 0;

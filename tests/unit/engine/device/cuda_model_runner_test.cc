@@ -119,11 +119,11 @@ void CompareSteps(CudaWeights weights, float tol) {
 }
 
 TEST(CudaModelRunnerTest, NativeWeightsMatchTheCpuReference) {
-  CompareSteps(CudaWeights::kNative, 1e-4f);
+  ASSERT_NO_FATAL_FAILURE(CompareSteps(CudaWeights::kNative, 1e-4f));
 }
 
 TEST(CudaModelRunnerTest, Bf16WeightsStayNearTheCpuReference) {
-  CompareSteps(CudaWeights::kBf16, 5e-2f);
+  ASSERT_NO_FATAL_FAILURE(CompareSteps(CudaWeights::kBf16, 5e-2f));
 }
 
 // Prompts over several KV blocks and query tiles, one sequence at a time.
