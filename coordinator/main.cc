@@ -1,4 +1,5 @@
-// tandem-coordinator: the public Inference gRPC server of a tandem cluster.
+// tandem-coordinator: the public Inference gRPC server and OpenAI-compatible HTTP
+// API (--http-port) of a tandem cluster.
 //   tandem-coordinator --model M.gguf --worker TARGET[,TARGET...]
 //                      [--draft TARGET[,TARGET...]]
 //                                      (tandem-worker groups, one replica each;
@@ -9,25 +10,30 @@
 // without a restart; see coordinator/target_resolver.h).
 //
 // Thread model: the main thread parses flags, builds everything, starts the
-// server, prints "tandem-coordinator listening on HOST:PORT" and then waits in
+// servers, prints "tandem-coordinator listening on HOST:PORT" (gRPC) and
+// "tandem-coordinator HTTP listening on HOST:PORT" and then waits in
 // sigwait() for SIGTERM/SIGINT (blocked in every thread). The Inference
 // service runs on gRPC's callback API: gRPC's few callback threads parse,
 // validate, route (Router) and submit requests, and a reactor per call streams
 // its results, with no thread per call (tests/integration/
-// stream_threads_test.py: at most 32 threads with 1,000 streams open); one
+// stream_threads_test.py: at most 32 threads with 1,000 streams open); the
+// OpenAI-compatible HTTP API does the same on --http-threads Boost.Asio
+// threads (a session per connection on a strand, no thread per stream); one
 // thread (RequestRegistry) hands the schedulers' results to the reactors and
-// starts their writes; one scheduler thread per worker group (SchedulerLoop) owns
+// HTTP calls and starts their writes; one scheduler thread per worker group (SchedulerLoop) owns
 // that group's Scheduler, runs every step and, when the group's worker is
 // lost, reconnects it about once a second (in --local mode the model's thread
 // pool runs each forward under the one loop). Two discovery threads (worker
 // groups, draft workers) re-resolve the targets and add, drain and drop
 // groups and drafts (WorkerGroupPool, DraftWorkerSet).
-// Shutdown: health NOT_SERVING, refuse new requests (UNAVAILABLE), server
-// Shutdown with a 10 s grace deadline for in-flight streams (calls still open
-// then are cancelled, and their requests with them), stop discovery,
+// Shutdown: health NOT_SERVING and /ready 503, refuse new requests
+// (UNAVAILABLE, HTTP 503), server Shutdown with a 10 s grace deadline for
+// in-flight streams, gRPC and HTTP (calls still open then are cancelled, and
+// their requests with them), stop discovery,
 // join the scheduler threads, exit 0.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -36,10 +42,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/flag_help.h"
 #include "common/grpc_server.h"
+#include "common/http_server.h"
 #include "common/server_lifecycle.h"
 #include "common/status_macros.h"
 #include "coordinator/cluster/discovery.h"
@@ -48,7 +56,9 @@
 #include "coordinator/cluster/grpc_draft_pool.h"
 #include "coordinator/cluster/local_draft_pool.h"
 #include "coordinator/cluster/grpc_worker_group.h"
+#include "coordinator/http/openai_api.h"
 #include "coordinator/service/inference_service.h"
+#include "coordinator/service/request_admission.h"
 #include "coordinator/cluster/local_worker_group.h"
 #include "coordinator/cluster/router.h"
 #include "coordinator/scheduler/scheduler.h"
@@ -65,8 +75,23 @@
 #include "engine/tokenizer/vocab.h"
 #include "grpcpp/grpcpp.h"
 
-ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on");
-ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one)");
+ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on (gRPC and HTTP)");
+ABSL_FLAG(int32_t, port, 0, "gRPC port to listen on (0: the OS picks one)");
+ABSL_FLAG(int32_t, http_port, 8000,
+          "Port of the OpenAI-compatible HTTP API and /metrics (0: the OS picks one; -1: off)");
+ABSL_FLAG(int32_t, http_threads, 2, "I/O threads of the HTTP server");
+ABSL_FLAG(int64_t, http_max_body_bytes, 4 << 20,
+          "Largest HTTP request body accepted (larger: 413)");
+ABSL_FLAG(int64_t, http_max_header_bytes, 16 << 10,
+          "Largest HTTP request header accepted (larger: 431)");
+ABSL_FLAG(int32_t, http_idle_timeout_s, 60,
+          "An HTTP connection must deliver a complete request within this many seconds");
+ABSL_FLAG(int32_t, http_write_timeout_s, 30,
+          "A write to an HTTP client must complete within this many seconds (slow client: the "
+          "connection is closed and its requests cancelled)");
+ABSL_FLAG(std::string, served_model_name, "",
+          "The model name of the HTTP API (requests' `model`); default: --model's file name "
+          "without .gguf");
 ABSL_FLAG(std::string, model, "", "GGUF model: its tokenizer always; the model itself with --local");
 ABSL_FLAG(std::string, worker, "",
           "Target worker groups, comma-separated: HOST:PORT or dns:///NAME:PORT (every address "
@@ -121,6 +146,10 @@ int Fail(const absl::Status& s) {
 struct CoordinatorConfig {
   std::string host;
   int32_t port = 0;
+  int32_t http_port = 0;  // -1: no HTTP server
+  int32_t http_threads = 2;
+  HttpLimits http_limits;
+  std::string served_model_name;
   std::string model_path;  // the tokenizer's GGUF; the model's too with --local
   bool local = false;
   std::string worker_spec;  // --worker as given, for errors
@@ -225,10 +254,48 @@ absl::Status ReadSpeculationFlags(CoordinatorConfig& config) {
   return absl::OkStatus();
 }
 
+// --http-port, --http-threads, the HTTP limits and --served-model-name.
+absl::Status ReadHttpFlags(CoordinatorConfig& config) {
+  config.http_port = absl::GetFlag(FLAGS_http_port);
+  if (config.http_port < -1 || config.http_port > 65535) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--http-port %d is out of range: must be in [-1, 65535]", config.http_port));
+  }
+  config.http_threads = absl::GetFlag(FLAGS_http_threads);
+  if (config.http_threads < 1 || config.http_threads > 64) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--http-threads %d is out of range: must be in [1, 64]", config.http_threads));
+  }
+  const int64_t body = absl::GetFlag(FLAGS_http_max_body_bytes);
+  const int64_t header = absl::GetFlag(FLAGS_http_max_header_bytes);
+  const int32_t idle_s = absl::GetFlag(FLAGS_http_idle_timeout_s);
+  const int32_t write_s = absl::GetFlag(FLAGS_http_write_timeout_s);
+  if (body < 1024 || body > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--http-max-body-bytes %d is out of range: must be in [1024, 1073741824]", body));
+  }
+  if (header < 1024 || header > (int64_t{1} << 20)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--http-max-header-bytes %d is out of range: must be in [1024, 1048576]", header));
+  }
+  if (idle_s < 1 || idle_s > 86400 || write_s < 1 || write_s > 86400) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--http-idle-timeout-s %d and --http-write-timeout-s %d must be in [1, 86400]", idle_s,
+        write_s));
+  }
+  config.http_limits.max_body_bytes = static_cast<size_t>(body);
+  config.http_limits.max_header_bytes = static_cast<size_t>(header);
+  config.http_limits.idle_timeout = absl::Seconds(idle_s);
+  config.http_limits.write_timeout = absl::Seconds(write_s);
+  config.served_model_name = absl::GetFlag(FLAGS_served_model_name);
+  return absl::OkStatus();
+}
+
 // Reads and validates every flag; INVALID_ARGUMENT naming the first bad one.
 absl::StatusOr<CoordinatorConfig> ReadConfig() {
   CoordinatorConfig config;
   RETURN_IF_ERROR(ReadServingFlags(config));
+  RETURN_IF_ERROR(ReadHttpFlags(config));
   RETURN_IF_ERROR(ReadSchedulingFlags(config));
   RETURN_IF_ERROR(ReadSpeculationFlags(config));
   return config;
@@ -242,7 +309,9 @@ struct Coordinator {
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::unique_ptr<model::Model> model;  // --local only
   std::unique_ptr<coordinator::DraftWorkerSet> drafts;
+  std::unique_ptr<coordinator::RequestAdmission> admission;
   std::unique_ptr<coordinator::InferenceService> service;
+  std::unique_ptr<coordinator::http::OpenAiApi> http_api;
   std::unique_ptr<WorkerGroupPool> pool;
   std::unique_ptr<coordinator::Discovery> worker_discovery;  // --worker only
   std::unique_ptr<coordinator::Discovery> draft_discovery;   // --draft only
@@ -391,13 +460,20 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
     return std::unique_ptr<coordinator::DraftPool>(std::make_unique<coordinator::DraftPoolSet>(
         deployment_pool ? deployment_pool() : nullptr, make_ngram));
   };
-  c.service = std::make_unique<coordinator::InferenceService>(c.tok.get(), info);
+  c.admission = std::make_unique<coordinator::RequestAdmission>(c.tok.get(), info);
+  c.service = std::make_unique<coordinator::InferenceService>(c.admission.get());
   c.pool = std::make_unique<WorkerGroupPool>(config.scheduler, router_config, c.tok.get(),
-                                             c.service.get(), ConnectRemote, draft_pools,
+                                             c.admission.get(), ConnectRemote, draft_pools,
                                              config.speculation);
   RETURN_IF_ERROR(c.pool->Add(first.first, std::move(first.second)));
-  c.service->set_pool(c.pool.get(), c.drafts.get());
-  c.service->set_local_draft_kind(local_draft_kind);
+  c.admission->set_pool(c.pool.get(), c.drafts.get());
+  c.admission->set_local_draft_kind(local_draft_kind);
+  coordinator::http::ApiOptions api;
+  // vLLM names the model after its --model; here the GGUF's file name.
+  api.served_model_name = config.served_model_name.empty()
+                              ? std::filesystem::path(config.model_path).stem().string()
+                              : config.served_model_name;
+  c.http_api = std::make_unique<coordinator::http::OpenAiApi>(c.admission.get(), api);
   return absl::OkStatus();
 }
 
@@ -426,16 +502,37 @@ absl::Status BuildCoordinator(const CoordinatorConfig& config, Coordinator& c) {
   return absl::OkStatus();
 }
 
-// Serves Inference until SIGTERM or SIGINT, then drains: the service stops
-// admitting, in-flight streams get kDrainGrace, and `c` stops. The process
-// exit code.
+// Serves Inference (gRPC) and the HTTP API until SIGTERM or SIGINT, then
+// drains: /ready turns 503 and the service stops admitting, in-flight gRPC
+// streams and HTTP exchanges get kDrainGrace, and `c` stops. Prints the gRPC
+// address line first (what launchers wait for), then the HTTP one. The
+// process exit code.
 int Serve(const CoordinatorConfig& config, Coordinator& c) {
+  std::unique_ptr<HttpServer> http;
+  if (config.http_port >= 0) {
+    absl::StatusOr<std::unique_ptr<HttpServer>> started_http =
+        HttpServer::Start(config.host, config.http_port, c.http_api.get(), config.http_limits,
+                          config.http_threads);
+    if (!started_http.ok()) return Fail(started_http.status());
+    http = *std::move(started_http);
+  }
   absl::StatusOr<GrpcServer> started =
       StartGrpcServer(config.host, config.port, {c.service.get()}, {kServiceName});
   if (!started.ok()) return Fail(started.status());
   AnnounceListening(kProcess, started->address);
-  ServeUntilShutdownSignal(kProcess, *started->server, kDrainGrace,
-                           [&c] { c.service->StopAdmitting(); });
+  if (http != nullptr) AnnounceListening(absl::StrCat(kProcess, " HTTP"), http->address());
+  absl::Time drain_start = absl::InfiniteFuture();
+  ServeUntilShutdownSignal(kProcess, *started->server, kDrainGrace, [&c, &drain_start] {
+    drain_start = absl::Now();
+    c.admission->StopAdmitting();
+  });
+  if (http != nullptr) {
+    if (!http->WaitForExchanges(drain_start + kDrainGrace)) {
+      std::fprintf(stderr, "%s: %lld HTTP requests still open after the drain grace; closing\n",
+                   kProcess, static_cast<long long>(http->num_open_exchanges()));
+    }
+    http->Stop();
+  }
   c.Stop();
   std::fprintf(stderr, "%s: stopped\n", kProcess);
   return 0;
@@ -448,7 +545,8 @@ int main(int argc, char** argv) {
   const Program program{
       kProcess,
       {{"", "--model M.gguf (--worker TARGET[,TARGET...] | --local) [flags]",
-        "The public Inference gRPC server of a tandem cluster", FlagsDefinedIn(__FILE__)}}};
+        "The public Inference gRPC server and OpenAI-compatible HTTP API of a tandem cluster",
+        FlagsDefinedIn(__FILE__)}}};
   ParseCommandLineOrExit(program, argc, argv);
   absl::StatusOr<CoordinatorConfig> config = ReadConfig();
   if (!config.ok()) return Fail(config.status());

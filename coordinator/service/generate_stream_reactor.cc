@@ -7,8 +7,8 @@
 namespace tandem::coordinator {
 
 GenerateStreamReactor::GenerateStreamReactor(grpc::CallbackServerContext* context,
-                                             protocol::OutputFormat format, RequestRegistry* registry)
-    : AdmittedCall(context, std::move(format), registry) {}
+                                             protocol::OutputFormat format, RequestAdmission* admission)
+    : AdmittedCall(context, std::move(format), admission) {}
 
 void GenerateStreamReactor::OnDelta(const CompletionDelta& delta) {
   {
@@ -83,7 +83,7 @@ void GenerateStreamReactor::Abort(grpc::Status status) {
       finish_now = true;
     }
   }
-  if (to_cancel.has_value()) to_cancel->Cancel(status);
+  if (to_cancel.has_value()) to_cancel->Cancel(status.error_message());
   if (finish_now) Finish(std::move(status));
 }
 

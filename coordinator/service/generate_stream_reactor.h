@@ -33,7 +33,7 @@
 #include "coordinator/service/admitted_request.h"
 #include "protocol/generate_response_codec.h"
 #include "coordinator/scheduler/request.h"
-#include "coordinator/service/request_registry.h"
+#include "coordinator/service/request_admission.h"
 #include "coordinator/service/request_stream.h"
 #include "grpcpp/grpcpp.h"
 #include "tandem/v1/inference.pb.h"
@@ -43,9 +43,9 @@ namespace tandem::coordinator {
 class GenerateStreamReactor final
     : public AdmittedCall<grpc::ServerWriteReactor<tandem::v1::GenerateStreamResponse>> {
  public:
-  // `context` is the call's; `registry` must outlive the call.
+  // `context` is the call's; `admission` must outlive the call.
   GenerateStreamReactor(grpc::CallbackServerContext* context, protocol::OutputFormat format,
-                        RequestRegistry* registry);
+                        RequestAdmission* admission);
 
   // RequestObserver (the registry's delivery thread).
   void OnDelta(const CompletionDelta& delta) override;

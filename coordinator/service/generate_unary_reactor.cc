@@ -9,8 +9,8 @@ namespace tandem::coordinator {
 GenerateUnaryReactor::GenerateUnaryReactor(grpc::CallbackServerContext* context,
                                            protocol::OutputFormat format,
                                            tandem::v1::GenerateResponse* response,
-                                           RequestRegistry* registry)
-    : AdmittedCall(context, std::move(format), registry), response_(response) {}
+                                           RequestAdmission* admission)
+    : AdmittedCall(context, std::move(format), admission), response_(response) {}
 
 void GenerateUnaryReactor::OnFinished(const RequestOutput& output) {
   {
@@ -31,7 +31,7 @@ void GenerateUnaryReactor::OnCancel() {
     finishing_ = true;
     to_cancel = admitted_;
   }
-  if (to_cancel.has_value()) to_cancel->Cancel(status);
+  if (to_cancel.has_value()) to_cancel->Cancel(status.error_message());
   Finish(status);
 }
 

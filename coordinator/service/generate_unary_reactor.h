@@ -29,7 +29,7 @@
 #include "coordinator/service/admitted_request.h"
 #include "protocol/generate_response_codec.h"
 #include "coordinator/scheduler/request.h"
-#include "coordinator/service/request_registry.h"
+#include "coordinator/service/request_admission.h"
 #include "grpcpp/grpcpp.h"
 #include "tandem/v1/inference.pb.h"
 
@@ -37,9 +37,9 @@ namespace tandem::coordinator {
 
 class GenerateUnaryReactor final : public AdmittedCall<grpc::ServerUnaryReactor> {
  public:
-  // `context` and `response` are the call's; `registry` must outlive the call.
+  // `context` and `response` are the call's; `admission` must outlive the call.
   GenerateUnaryReactor(grpc::CallbackServerContext* context, protocol::OutputFormat format,
-                       tandem::v1::GenerateResponse* response, RequestRegistry* registry);
+                       tandem::v1::GenerateResponse* response, RequestAdmission* admission);
 
   // RequestObserver (the registry's delivery thread).
   void OnDelta(const CompletionDelta&) override {}

@@ -1,0 +1,101 @@
+#include "coordinator/service/request_admission.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "draft/api/speculative_spec.h"
+#include "engine/tokenizer/incremental_detokenizer.h"
+
+namespace tandem::coordinator {
+
+RequestAdmission::RequestAdmission(const tokenizer::Tokenizer* tokenizer,
+                                   const WorkerGroupInfo& info)
+    : tokenizer_(tokenizer), info_(info) {}
+
+bool RequestAdmission::AnyGroupServing() const {
+  for (const WorkerGroupStatusSnapshot& g : pool_->Statuses()) {
+    if (g.healthy && !g.draining) return true;
+  }
+  return false;
+}
+
+std::vector<int32_t> RequestAdmission::EncodeText(std::string_view text) const {
+  return tokenizer_->Encode(text, /*add_special=*/true, /*parse_special=*/true);
+}
+
+absl::StatusOr<std::vector<int32_t>> RequestAdmission::EncodeChat(
+    const std::vector<tokenizer::ChatMessage>& messages, bool add_generation_prompt) const {
+  if (messages.empty()) {
+    return absl::InvalidArgumentError("chat has 0 messages: at least 1 is required");
+  }
+  ASSIGN_OR_RETURN(std::string text,
+                   tokenizer::ApplyChatTemplate(messages, add_generation_prompt,
+                                                tokenizer_->vocab().chat_template));
+  return EncodeText(text);
+}
+
+absl::StatusOr<std::string> RequestAdmission::Decode(std::span<const int32_t> ids,
+                                                     bool skip_special_tokens) const {
+  for (int32_t id : ids) {
+    if (id < 0 || id >= tokenizer_->vocab_size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "token id %d is out of range: the vocabulary has %d tokens", id,
+          tokenizer_->vocab_size()));
+    }
+  }
+  tokenizer::IncrementalDetokenizer detok(*tokenizer_, skip_special_tokens);
+  std::string text;
+  for (int32_t id : ids) text += detok.Append(id);
+  text += detok.Flush();
+  return text;
+}
+
+absl::Status RequestAdmission::CheckRequestedDraft(const std::string& requested) const {
+  if (requested.empty()) return absl::OkStatus();
+  if (absl::Status s = draft::ValidateRequestedDraft(requested); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("speculative.", s.message()));
+  }
+  // n-gram drafting runs in the coordinator for any request.
+  std::vector<std::string> kinds = {"ngram"};
+  if (!local_draft_kind_.empty()) kinds.push_back(local_draft_kind_);
+  if (drafts_ != nullptr) {
+    for (const DraftWorkerStatusSnapshot& d : drafts_->Statuses()) {
+      if (d.healthy) kinds.push_back(draft::DraftKindOfName(d.model_name));
+    }
+  }
+  for (const std::string& kind : kinds) {
+    if (draft::DraftKindMatches(requested, kind)) return absl::OkStatus();
+  }
+  std::sort(kinds.begin(), kinds.end());
+  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "speculative.draft '%s': no draft of that kind runs here (available: %s)", requested,
+      absl::StrJoin(kinds, ", ")));
+}
+
+absl::StatusOr<AdmittedRequest> RequestAdmission::Admit(GenerateRequest request,
+                                                        RequestObserver* observer) {
+  if (!admitting_.load()) {
+    return absl::UnavailableError("the coordinator is shutting down and admits no new requests");
+  }
+  RETURN_IF_ERROR(CheckRequestedDraft(request.draft));
+  AdmittedRequest admitted;
+  admitted.id = request.id;
+  ASSIGN_OR_RETURN(admitted.group, pool_->Route(request.prompt_tokens));
+  // Registered first: the scheduler may report results before Submit returns.
+  registry_.Add(admitted.id, observer);
+  if (absl::Status s = admitted.group->loop->Submit(std::move(request)); !s.ok()) {
+    registry_.Remove(admitted.id);
+    return s;
+  }
+  TANDEM_LOG(kVerbose, "request %d submitted to group %s", admitted.id.value(),
+             admitted.group->name);
+  return admitted;
+}
+
+}  // namespace tandem::coordinator
