@@ -114,12 +114,14 @@ trap 'exit 130' INT TERM
 # from its "serving on" line (bounded wait).
 start_cluster() {
   local tp=$1 log=$2 threads=$(( cores / $1 > 0 ? cores / $1 : 1 ))
-  local no_draft=() help
-  # --no-draft exists once tandem up starts a draft worker; older builds start none.
+  local no_draft=() http_port=() help
+  # --no-draft exists once tandem up starts a draft worker; older builds start
+  # none. --http-port (default 8000) exists once the coordinator serves HTTP.
   help="$("$bin/tandem" --helpfull 2>&1 || true)"
   if [[ "$help" == *"--no-draft"* || "$help" == *"--no_draft"* ]]; then no_draft=(--no-draft); fi
+  if [[ "$help" == *"--http-port"* || "$help" == *"--http_port"* ]]; then http_port=(--http-port 0); fi
   : > "$log"  # exists before the child opens it, for the polling below
-  setsid "$bin/tandem" up --model "$model" --tp "$tp" --port 0 "${no_draft[@]}" \
+  setsid "$bin/tandem" up --model "$model" --tp "$tp" --port 0 "${http_port[@]}" "${no_draft[@]}" \
     --worker-arg="--threads=$threads,--kv-cache-bytes=$kv_bytes" > "$log" 2>&1 &
   up_pid=$!
   addr=""

@@ -131,7 +131,8 @@ class Cluster:
         self.log = open(os.path.join(tmp, "up.log"), "w+")
         draft = ["--no-draft"] if kind is None else ["--speculative", kind,
                                                      "--num-speculative-tokens", gamma]
-        self.proc = subprocess.Popen([BIN, "up", "--model", MODEL, "--tp", "1", "--port", "0"]
+        self.proc = subprocess.Popen([BIN, "up", "--model", MODEL, "--tp", "1", "--port", "0",
+                                      "--http-port", "0"]
                                      + draft, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         self.addr = None

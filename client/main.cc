@@ -98,7 +98,9 @@ ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "The server's HOST:PORT");
 ABSL_FLAG(int32_t, concurrency, 0, "Requests in flight at once");
 ABSL_FLAG(int32_t, timeout_s, -1, "Per-request deadline in seconds");
 ABSL_FLAG(int32_t, tp, 2, "Tensor-parallel ranks of the worker group");
-ABSL_FLAG(int32_t, port, 0, "The coordinator's port (0 = the OS picks)");
+ABSL_FLAG(int32_t, port, 0, "The coordinator's gRPC port (0 = the OS picks)");
+ABSL_FLAG(int32_t, http_port, 8000,
+          "up: the coordinator's OpenAI-compatible HTTP port (0 = the OS picks, -1 = off)");
 ABSL_FLAG(std::string, bin_dir, "",
           "Where tandem-worker, tandem-draft and tandem-coordinator are (default: beside tandem)");
 ABSL_FLAG(std::string, mpirun, "mpirun", "The MPI launcher for --tp > 1");
@@ -176,7 +178,7 @@ tandem::Program TandemProgram() {
         {"timeout_s", "Per-request deadline in seconds (-1: 600; 0: none)"}}},
       {"up", "--model PATH [--tp N] [--port P] [--draft-model PATH | --no-draft] [flags]",
        "A local cluster in the foreground: a worker group, a draft worker and a coordinator",
-       {{"model"}, {"tp"}, {"port"}, {"draft_model"}, {"no_draft"},
+       {{"model"}, {"tp"}, {"port"}, {"http_port"}, {"draft_model"}, {"no_draft"},
         {"speculative", "The draft worker's kind: ngram, layer-skip:L or model (default: ngram, "
                         "or model with --draft-model)"},
         {"num_speculative_tokens"}, {"config"}, {"bin_dir"}, {"mpirun"}, {"grace_s"},
@@ -234,6 +236,7 @@ int Up(const std::vector<std::string>& args) {
   u.model = absl::GetFlag(FLAGS_model);
   u.tp = absl::GetFlag(FLAGS_tp);
   u.port = absl::GetFlag(FLAGS_port);
+  u.http_port = absl::GetFlag(FLAGS_http_port);
   u.bin_dir = absl::GetFlag(FLAGS_bin_dir);
   u.mpirun = absl::GetFlag(FLAGS_mpirun);
   u.grace_s = absl::GetFlag(FLAGS_grace_s);

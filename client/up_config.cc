@@ -98,6 +98,11 @@ const KeySpec kKeys[] = {
        TANDEM_UP_CONFIG_SET(o->port, Int32(s, k, v));
        return absl::OkStatus();
      }},
+    {"http_port", "http_port", "",
+     [](const std::string& s, absl::string_view k, const json& v, UpOptions* o) {
+       TANDEM_UP_CONFIG_SET(o->http_port, Int32(s, k, v));
+       return absl::OkStatus();
+     }},
     {"bin_dir", "bin_dir", "",
      [](const std::string& s, absl::string_view k, const json& v, UpOptions* o) {
        TANDEM_UP_CONFIG_SET(o->bin_dir, String(s, k, v));

@@ -13,7 +13,8 @@ model="$(bash scripts/fetch-model.sh | tail -n 1)"
 
 fifo="$(mktemp -u)"
 mkfifo "$fifo"
-build/bin/tandem up --model "$model" --tp "${TANDEM_TP:-2}" --port 0 > "$fifo" &
+build/bin/tandem up --model "$model" --tp "${TANDEM_TP:-2}" --port 0 \
+  --http-port "${TANDEM_HTTP_PORT:-8000}" > "$fifo" &
 up_pid=$!
 trap 'kill -TERM "$up_pid" 2>/dev/null; wait "$up_pid" 2>/dev/null; rm -f "$fifo"' EXIT
 trap 'exit 0' INT TERM
@@ -30,9 +31,17 @@ if [ -z "$addr" ]; then
   echo "demo: the cluster did not come up" >&2
   exit 1
 fi
+http=""
+if IFS= read -r -t 10 line <&3; then
+  echo "$line"
+  http="${line#tandem up: OpenAI-compatible HTTP on }"
+fi
 build/bin/tandem generate --addr "$addr" \
   --chat "${TANDEM_DEMO_CHAT:-What is the capital of France? Answer in two sentences.}" \
   --max-tokens 128 --temperature 0
 echo "demo: the cluster keeps serving on $addr (tandem generate --addr $addr ...); Ctrl-C stops it"
+if [ -n "$http" ]; then
+  echo "demo: and on $http (curl $http/completions -d '{\"prompt\": \"Hello\", \"max_tokens\": 16}')"
+fi
 cat <&3 >/dev/null &
 wait "$up_pid"

@@ -2,7 +2,8 @@
 # Creates .venv-test/ in the repository root: the Python the integration tests
 # run in (tests/integration/), with grpcio, grpcio-tools (the stubs of proto/
 # are generated with its protoc at test time), grpcio-health-checking
-# (grpc.health.v1) and protobuf, pinned, from PyPI. Idempotent: pip runs only
+# (grpc.health.v1) and protobuf, the `openai` SDK (the HTTP API's tests) and
+# prometheus-client (its /metrics parser), pinned, from PyPI. Idempotent: pip runs only
 # when the venv is missing or broken or the pins changed since it last ran.
 # CTest runs this before the integration tests (the test_venv fixture), so
 # scripts/test.sh and a plain `ctest --test-dir build` both set it up.
@@ -18,6 +19,8 @@ pins=(
   protobuf==7.36.2
   setuptools==84.2.1
   typing-extensions==4.16.0
+  openai==3.57.0
+  prometheus-client==0.26.0
 )
 stamp="$venv/pins.txt"
 wanted="$(printf '%s\n' "${pins[@]}")"

@@ -49,6 +49,10 @@ absl::Status Validate(const UpOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrFormat("--port %d is out of range: must be in [0, 65535]", o.port));
   }
+  if (o.http_port < -1 || o.http_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--http-port %d is out of range: must be in [-1, 65535]", o.http_port));
+  }
   if (o.grace_s < 1) {
     return absl::InvalidArgumentError(
         absl::StrFormat("--grace-s %d is out of range: must be >= 1", o.grace_s));
@@ -95,10 +99,13 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> Launch(const std::vector<std::stri
   return ChildProcess::Start(argv);
 }
 
-// Waits for `child`'s "`name` listening on HOST:PORT" line, then for health
-// SERVING at that address; returns the address to dial. `name` is the server
-// binary's (under mpirun the child itself is mpirun).
-absl::StatusOr<std::string> AwaitServing(ChildProcess& child, const std::string& name) {
+// Waits for `child`'s "`name` listening on HOST:PORT" line (and, with
+// `http_address`, the "`name` HTTP listening on HOST:PORT" line after it,
+// whose address goes there), then for health SERVING at the first address;
+// returns the address to dial. `name` is the server binary's (under mpirun
+// the child itself is mpirun).
+absl::StatusOr<std::string> AwaitServing(ChildProcess& child, const std::string& name,
+                                         std::string* http_address = nullptr) {
   absl::StatusOr<std::string> line = child.ReadLine(absl::Now() + kStartupTimeout,
                                                     ShutdownSignalPending);
   if (!line.ok()) {
@@ -108,6 +115,13 @@ absl::StatusOr<std::string> AwaitServing(ChildProcess& child, const std::string&
                           absl::FormatDuration(kStartupTimeout), line.status().message()));
     }
     return line.status();
+  }
+  if (http_address != nullptr) {
+    absl::StatusOr<std::string> http_line = child.ReadLine(absl::Now() + kStartupTimeout,
+                                                           ShutdownSignalPending);
+    if (!http_line.ok()) return http_line.status();
+    ASSIGN_OR_RETURN(std::string http_listen, ParseListeningLine(name + " HTTP", *http_line));
+    *http_address = DialAddress(http_listen);
   }
   child.StartForwardingOutput();
   absl::StatusOr<std::string> listen = ParseListeningLine(name, *line);
@@ -249,7 +263,8 @@ absl::StatusOr<std::vector<std::string>> CoordinatorArgv(const UpOptions& o,
     ASSIGN_OR_RETURN(std::string draft, AwaitServing(*cluster.draft, "tandem-draft"));
     argv.insert(argv.end(), {"--draft", draft});
   }
-  argv.insert(argv.end(), {"--port", absl::StrFormat("%d", o.port), "--num-speculative-tokens",
+  argv.insert(argv.end(), {"--port", absl::StrFormat("%d", o.port), "--http-port",
+                           absl::StrFormat("%d", o.http_port), "--num-speculative-tokens",
                            o.num_speculative_tokens});
   argv.insert(argv.end(), o.coordinator_args.begin(), o.coordinator_args.end());
   return argv;
@@ -257,14 +272,17 @@ absl::StatusOr<std::vector<std::string>> CoordinatorArgv(const UpOptions& o,
 
 // Starts every process in order (worker group and draft, then the
 // coordinator connected to both) into `cluster`; returns the coordinator's
-// address once it serves. On an error, what did start is left in `cluster`.
-absl::StatusOr<std::string> StartCluster(const UpOptions& o, Cluster& cluster) {
+// gRPC address once it serves (its HTTP address into `http_address`, empty
+// without HTTP). On an error, what did start is left in `cluster`.
+absl::StatusOr<std::string> StartCluster(const UpOptions& o, Cluster& cluster,
+                                         std::string* http_address) {
   ASSIGN_OR_RETURN(Binaries bins, FindBinaries(o));
   ASSIGN_OR_RETURN(std::vector<std::string> worker_argv, WorkerArgv(o, bins.worker));
   RETURN_IF_ERROR(StartWorkers(o, bins, worker_argv, cluster));
   ASSIGN_OR_RETURN(std::vector<std::string> coordinator_argv, CoordinatorArgv(o, bins, cluster));
   ASSIGN_OR_RETURN(cluster.coordinator, Launch(coordinator_argv));
-  return AwaitServing(*cluster.coordinator, "tandem-coordinator");
+  return AwaitServing(*cluster.coordinator, "tandem-coordinator",
+                      o.http_port >= 0 ? http_address : nullptr);
 }
 
 // Waits for SIGINT/SIGTERM (blocked in `signals`) or for a process to exit
@@ -313,12 +331,16 @@ int UpCommand(const UpOptions& o) {
 
   const absl::Duration grace = absl::Seconds(o.grace_s);
   Cluster cluster;
-  absl::StatusOr<std::string> address = StartCluster(o, cluster);
+  std::string http_address;
+  absl::StatusOr<std::string> address = StartCluster(o, cluster, &http_address);
   if (!address.ok()) {
     StopAll(cluster, grace);
     return Fail(address.status());
   }
   std::printf("tandem up: serving on %s\n", address->c_str());
+  if (!http_address.empty()) {
+    std::printf("tandem up: OpenAI-compatible HTTP on http://%s/v1\n", http_address.c_str());
+  }
   std::fflush(stdout);
   return Supervise(cluster, signals, grace);
 }

@@ -21,7 +21,10 @@ namespace tandem::client {
 struct UpOptions {
   std::string model;  // GGUF model path, required
   int32_t tp = 2;     // tensor-parallel ranks of the worker group, >= 1
-  int32_t port = 0;   // the coordinator's port; 0 = the OS picks one
+  int32_t port = 0;   // the coordinator's gRPC port; 0 = the OS picks one
+  // The coordinator's OpenAI-compatible HTTP port; 0 = the OS picks one,
+  // -1 = no HTTP server.
+  int32_t http_port = 8000;
   // Where tandem-worker and tandem-coordinator live; "" = the directory of
   // this executable (/proc/self/exe).
   std::string bin_dir;

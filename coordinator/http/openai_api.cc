@@ -172,6 +172,7 @@ void OpenAiApi::Generate(ApiKind kind, const HttpRequest& request,
   options.header.created = absl::ToUnixSeconds(absl::Now());
   options.header.model = options_.served_model_name;
   options.header.logprobs = r.logprobs;
+  options.header.tokens_as_ids = r.tokens_as_ids;
   options.stream = r.stream;
   options.include_usage = r.include_usage;
   options.echo = r.echo && kind == ApiKind::kCompletion;

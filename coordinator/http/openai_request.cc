@@ -200,6 +200,11 @@ void ReadLogprobs(JsonFields& f, OpenAiRequest& r) {
   f.Bool("echo", &r.echo);
 }
 
+void ReadLogprobOptions(JsonFields& f, OpenAiRequest& r) {
+  ReadLogprobs(f, r);
+  f.Bool("return_tokens_as_token_ids", &r.tokens_as_ids);
+}
+
 }  // namespace
 
 void ReadChatMessages(JsonFields& f, std::vector<tokenizer::ChatMessage>* out) {
@@ -243,7 +248,7 @@ std::variant<OpenAiRequest, FieldError> ParseOpenAiRequest(ApiKind kind, std::st
   ReadBeamSearch(f, r);
   ReadSpeculation(f, r);
   ReadStreamOptions(f, r);
-  ReadLogprobs(f, r);
+  ReadLogprobOptions(f, r);
   ReadUnsupported(f, r);
   if (std::optional<FieldError> e = f.Error()) return *std::move(e);
   return r;

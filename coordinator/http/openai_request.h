@@ -53,6 +53,7 @@ struct OpenAiRequest {
   // Logprobs to return: completions' `logprobs` (alternatives per position)
   // or chat's `top_logprobs` when `logprobs` is true; unset → none.
   std::optional<int32_t> logprobs;
+  bool tokens_as_ids = false;  // vLLM's return_tokens_as_token_ids
   bool skip_special_tokens = true;
 };
 

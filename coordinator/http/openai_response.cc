@@ -21,40 +21,49 @@ std::vector<sampling::TokenLogprob> Alternatives(const PositionLogprobs& positio
   return top;
 }
 
+// How logprobs name `token`: its text, or "token_id:N".
+std::string TokenName(const ResponseHeader& header, const tokenizer::Tokenizer& tok,
+                      int32_t token) {
+  if (header.tokens_as_ids) return "token_id:" + std::to_string(token);
+  return tok.TokenToPiece(token);
+}
+
 json Bytes(const std::string& piece) {
   json bytes = json::array();
   for (unsigned char c : piece) bytes.push_back(static_cast<int>(c));
   return bytes;
 }
 
-json ChatLogprobs(const tokenizer::Tokenizer& tok, std::span<const PositionLogprobs> positions,
-                  int32_t top_n) {
+json ChatLogprobs(const ResponseHeader& header, const tokenizer::Tokenizer& tok,
+                  std::span<const PositionLogprobs> positions, int32_t top_n) {
   json content = json::array();
   for (const PositionLogprobs& p : positions) {
-    const std::string& piece = tok.TokenToPiece(p.token);
     json top = json::array();
     for (const sampling::TokenLogprob& t : Alternatives(p, top_n)) {
-      const std::string& alt = tok.TokenToPiece(t.token);
-      top.push_back({{"token", alt}, {"logprob", t.logprob}, {"bytes", Bytes(alt)}});
+      top.push_back({{"token", TokenName(header, tok, t.token)},
+                     {"logprob", t.logprob},
+                     {"bytes", Bytes(tok.TokenToPiece(t.token))}});
     }
-    content.push_back(
-        {{"token", piece}, {"logprob", p.logprob}, {"bytes", Bytes(piece)}, {"top_logprobs", top}});
+    content.push_back({{"token", TokenName(header, tok, p.token)},
+                       {"logprob", p.logprob},
+                       {"bytes", Bytes(tok.TokenToPiece(p.token))},
+                       {"top_logprobs", top}});
   }
   return json{{"content", std::move(content)}};
 }
 
-json CompletionLogprobs(const tokenizer::Tokenizer& tok,
+json CompletionLogprobs(const ResponseHeader& header, const tokenizer::Tokenizer& tok,
                         std::span<const PositionLogprobs> positions, int32_t top_n,
                         int64_t* text_offset) {
   json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(),
        offsets = json::array();
   for (const PositionLogprobs& p : positions) {
     const std::string& piece = tok.TokenToPiece(p.token);
-    tokens.push_back(piece);
+    tokens.push_back(TokenName(header, tok, p.token));
     token_logprobs.push_back(p.logprob);
     json top = json::object();
     for (const sampling::TokenLogprob& t : Alternatives(p, top_n)) {
-      top[tok.TokenToPiece(t.token)] = t.logprob;
+      top[TokenName(header, tok, t.token)] = t.logprob;
     }
     top_logprobs.push_back(std::move(top));
     offsets.push_back(*text_offset);
@@ -88,8 +97,8 @@ json UsageJson(int64_t prompt_tokens, int64_t completion_tokens) {
 json LogprobsJson(const ResponseHeader& header, const tokenizer::Tokenizer& tok,
                   std::span<const PositionLogprobs> positions, int64_t* text_offset) {
   if (!header.logprobs.has_value()) return nullptr;
-  if (header.kind == ApiKind::kChat) return ChatLogprobs(tok, positions, *header.logprobs);
-  return CompletionLogprobs(tok, positions, *header.logprobs, text_offset);
+  if (header.kind == ApiKind::kChat) return ChatLogprobs(header, tok, positions, *header.logprobs);
+  return CompletionLogprobs(header, tok, positions, *header.logprobs, text_offset);
 }
 
 json ResponseObject(const ResponseHeader& header, bool chunk, json choices) {

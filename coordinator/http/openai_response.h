@@ -26,6 +26,8 @@ struct ResponseHeader {
   std::string model;
   // Alternatives per position when the request asked for logprobs.
   std::optional<int32_t> logprobs;
+  // vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:N".
+  bool tokens_as_ids = false;
 };
 
 // The fingerprint responses carry: the server build.

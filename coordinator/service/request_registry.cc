@@ -20,6 +20,13 @@ void RequestRegistry::Add(RequestId id, RequestObserver* observer) {
 }
 
 void RequestRegistry::Remove(RequestId id) {
+  if (std::this_thread::get_id() == thread_.get_id()) {
+    // Inside Deliver, which holds the mutex: an observer destroyed while its
+    // own callback runs (its last reference dropped there).
+    observers_mutex_.AssertHeld();
+    observers_.erase(id);
+    return;
+  }
   absl::MutexLock lock(&observers_mutex_);
   observers_.erase(id);
 }

@@ -9,7 +9,9 @@
 // OnFinished only queue. Observers are called on the delivery thread with
 // the registry's observer mutex held, so once Remove(id) returns no callback
 // is running or will run on that observer and it may be destroyed. Observers
-// must therefore not call Add or Remove from their callbacks.
+// must not call Add from their callbacks; Remove from a callback (an observer
+// whose callback drops the last reference to it, and whose destructor
+// removes its requests) erases at once, the callback's observer included.
 #ifndef TANDEM_COORDINATOR_SERVICE_REQUEST_REGISTRY_H_
 #define TANDEM_COORDINATOR_SERVICE_REQUEST_REGISTRY_H_
 

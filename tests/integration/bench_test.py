@@ -35,7 +35,8 @@ class BenchTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.proc = subprocess.Popen([COORDINATOR, "--local", "--model", MODEL, "--port", "0"],
+        cls.proc = subprocess.Popen([COORDINATOR, "--local", "--model", MODEL, "--port", "0",
+                                     "--http-port", "-1"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         cls.stderr_lines = []
         cls.stderr_thread = threading.Thread(

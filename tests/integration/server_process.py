@@ -10,12 +10,32 @@ import subprocess
 import threading
 
 
+def _flag_values(args, flag):
+    """The values `args` give `flag` (as "--flag V" or "--flag=V")."""
+    values = []
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            values.append(args[i + 1])
+        elif a.startswith(flag + "="):
+            values.append(a.split("=", 1)[1])
+    return values
+
+
 class Server:
     def __init__(self, args, name, env=None, startup_timeout=120, required=True):
         """With `required`, a child that does not report its address within
         `startup_timeout` seconds is killed and AssertionError raised;
-        otherwise `address` is None and the caller decides (e.g. skip)."""
+        otherwise `address` is None and the caller decides (e.g. skip).
+        A tandem-coordinator gets `--http-port 0` unless `args` choose one
+        (its default, 8000, would collide between tests); `http_address` is
+        then the address of its second line, "NAME HTTP listening on ...",
+        and None without HTTP (--http-port -1)."""
         self.name = name
+        self.http_address = None
+        if name == "tandem-coordinator" and not any(a.startswith("--http-port") for a in args):
+            args = list(args) + ["--http-port", "0"]
+        self._wants_http = name == "tandem-coordinator" and "-1" not in _flag_values(
+            args, "--http-port")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env, start_new_session=True)
         self.stderr_lines = []
@@ -47,8 +67,15 @@ class Server:
         def read():
             line = self.proc.stdout.readline()
             m = re.fullmatch(re.escape(self.name) + r" listening on (\S+:\d+)\n", line)
-            if m:
-                found["addr"] = m.group(1)
+            if not m:
+                return
+            if self._wants_http:
+                http = re.fullmatch(re.escape(self.name) + r" HTTP listening on (\S+:\d+)\n",
+                                    self.proc.stdout.readline())
+                if not http:
+                    return
+                self.http_address = http.group(1)
+            found["addr"] = m.group(1)
 
         t = threading.Thread(target=read, daemon=True)
         t.start()

@@ -69,6 +69,8 @@ class Launcher:
     """`tandem up ARGS`; reads its `tandem up: serving on` line."""
 
     def __init__(self, args):
+        if not any(a.startswith("--http-port") for a in args):
+            args = [*args, "--http-port", "0"]  # 8000 would collide between tests
         self.proc = subprocess.Popen([BIN, "up", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.stderr_lines = []

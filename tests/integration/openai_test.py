@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Integration test of the coordinator's OpenAI-compatible HTTP API, driven by
+the real `openai` SDK (PyPI) against `tandem-coordinator --local` on
+127.0.0.1 (ports picked at run time):
+
+- greedy through HTTP (completions and chat) = through gRPC = `tandem run`,
+  token for token, on 12 mixed prompts (token ids via
+  return_tokens_as_token_ids);
+- completion, chat, streaming chat (the deltas add up to the non-streamed
+  answer, the role comes first, usage last), n = 2 with a seed (same seed →
+  same texts, twice), logprobs / top_logprobs shapes, echo, a batch of
+  prompts;
+- errors in OpenAI's shape: a bad value raises openai.BadRequestError with
+  tandem's message and param, an unknown field, an unknown model (404), a
+  malformed body, a wrong method (405), an unknown path (404), a body over
+  --http-max-body-bytes (413);
+- /health, /ready, /v1/models, /tokenize, /detokenize, /tokenizer_info;
+- a client that disconnects mid-stream frees its KV blocks;
+- SIGTERM: /ready turns 503 while an in-flight stream still finishes, then
+  the process exits 0.
+Every wait is bounded.
+
+Env: TANDEM_COORDINATOR_BIN, TANDEM_BIN, TANDEM_MODEL.
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import unittest
+
+import openai
+
+import generation_check
+from grpc_channel import model_info
+from server_process import Server
+from stream_client import generate_concurrently
+
+COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
+BIN = os.environ["TANDEM_BIN"]
+MODEL = os.environ["TANDEM_MODEL"]
+TIMEOUT = 300
+MAX_BODY = 65536
+
+
+def start_coordinator(extra=()):
+    return Server([COORDINATOR, "--local", "--model", MODEL, "--port", "0", "--threads", "2",
+                   "--kv-cache-bytes", str(64 << 20), *extra], "tandem-coordinator")
+
+
+def http_request(address, method, path, body=None, headers=None, timeout=60):
+    """(status, parsed JSON or text) of one request on a connection of its own."""
+    host, port = address.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        data = r.read().decode()
+        ctype = r.getheader("Content-Type", "")
+        return r.status, (json.loads(data) if "json" in ctype else data), r
+    finally:
+        conn.close()
+
+
+def token_ids(logprob_tokens):
+    """The ids of logprobs entries named "token_id:N"."""
+    return [int(t.split(":", 1)[1]) for t in logprob_tokens]
+
+
+class OpenAiApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = start_coordinator(["--http-max-body-bytes", str(MAX_BODY)])
+        cls.base = f"http://{cls.server.http_address}/v1"
+        cls.client = openai.OpenAI(base_url=cls.base, api_key="unused", timeout=TIMEOUT,
+                                   max_retries=0)
+        cls.model = cls.client.models.list().data[0].id
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.kill()
+
+    def complete(self, **kw):
+        return self.client.completions.create(model=self.model, **kw)
+
+    def chat(self, **kw):
+        return self.client.chat.completions.create(model=self.model, **kw)
+
+    def http_ids(self, req):
+        """Greedy token ids of one mixed request (generation_check) over HTTP."""
+        extra = {"return_tokens_as_token_ids": True}
+        if "messages" in req:
+            r = self.chat(messages=req["messages"], max_tokens=req["max_tokens"], temperature=0,
+                          logprobs=True, top_logprobs=0, extra_body=extra)
+            return token_ids([c.token for c in r.choices[0].logprobs.content])
+        prompt = req.get("prompt", req.get("prompt_token_ids"))
+        r = self.complete(prompt=prompt, max_tokens=req["max_tokens"], temperature=0,
+                          logprobs=0, extra_body=extra)
+        return token_ids(r.choices[0].logprobs.tokens)
+
+    def test_greedy_equals_grpc_and_tandem_run(self):
+        requests = generation_check.mixed_requests(count=12, seed=11)
+        path = generation_check.write_temp(generation_check.jsonl(requests))
+        try:
+            code, out, err = generation_check.run_cli(
+                BIN, ["run", "--model", MODEL, "--requests", path, "--json"], TIMEOUT)
+        finally:
+            os.unlink(path)
+        self.assertEqual(code, 0, err)
+        want = [line["token_ids"] for line in generation_check.parse_lines(out)]
+        grpc_results = generate_concurrently(self.server.port, requests, TIMEOUT)
+        for i, req in enumerate(requests):
+            got_http = self.http_ids(req)
+            self.assertTrue(got_http, f"request {i}: HTTP generated nothing")
+            self.assertEqual(got_http, want[i], f"request {i}: HTTP vs tandem run")
+            self.assertEqual(grpc_results[i].token_ids, want[i], f"request {i}: gRPC vs run")
+
+    def test_completion_and_chat_shapes(self):
+        r = self.complete(prompt="The capital of France is", max_tokens=8, temperature=0)
+        self.assertEqual(r.object, "text_completion")
+        self.assertEqual(r.model, self.model)
+        self.assertTrue(r.id.startswith("cmpl-"))
+        self.assertEqual(r.choices[0].finish_reason, "length")
+        self.assertEqual(r.usage.completion_tokens, 8)
+        self.assertEqual(r.usage.total_tokens, r.usage.prompt_tokens + 8)
+        c = self.chat(messages=[{"role": "user", "content": "Say hi"}], max_tokens=8,
+                      temperature=0)
+        self.assertEqual(c.object, "chat.completion")
+        self.assertEqual(c.choices[0].message.role, "assistant")
+        self.assertTrue(c.choices[0].message.content)
+        self.assertEqual(c.usage.completion_tokens, 8)
+
+    def test_streaming_chat_adds_up_to_the_answer(self):
+        messages = [{"role": "user", "content": "Name three colors."}]
+        whole = self.chat(messages=messages, max_tokens=20, temperature=0)
+        chunks = list(self.chat(messages=messages, max_tokens=20, temperature=0, stream=True,
+                                stream_options={"include_usage": True}))
+        self.assertEqual(chunks[0].choices[0].delta.role, "assistant")
+        text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+        self.assertEqual(text, whole.choices[0].message.content)
+        finals = [ch.choices[0].finish_reason for ch in chunks if ch.choices]
+        self.assertEqual(finals[-1], whole.choices[0].finish_reason)
+        self.assertEqual(chunks[-1].choices, [])
+        self.assertEqual(chunks[-1].usage.completion_tokens, whole.usage.completion_tokens)
+
+    def test_streaming_completion_matches_non_streamed(self):
+        whole = self.complete(prompt="Once upon a time", max_tokens=16, temperature=0)
+        text = "".join(ch.choices[0].text for ch in self.complete(
+            prompt="Once upon a time", max_tokens=16, temperature=0, stream=True))
+        self.assertEqual(text, whole.choices[0].text)
+
+    def test_n2_with_seed_repeats(self):
+        kw = dict(prompt="Write a word:", max_tokens=12, temperature=1.0, n=2, seed=1234)
+        first, second = self.complete(**kw), self.complete(**kw)
+        texts = [c.text for c in sorted(first.choices, key=lambda c: c.index)]
+        self.assertEqual([c.index for c in sorted(first.choices, key=lambda c: c.index)], [0, 1])
+        self.assertEqual(texts, [c.text for c in sorted(second.choices, key=lambda c: c.index)])
+        other = self.complete(**{**kw, "seed": 99})
+        self.assertNotEqual(texts, [c.text for c in sorted(other.choices, key=lambda c: c.index)])
+
+    def test_logprobs_shapes(self):
+        r = self.complete(prompt="Hello", max_tokens=5, temperature=0, logprobs=3)
+        lp = r.choices[0].logprobs
+        self.assertEqual(len(lp.tokens), 5)
+        self.assertEqual(len(lp.token_logprobs), 5)
+        self.assertEqual(len(lp.text_offset), 5)
+        for chosen, top in zip(lp.token_logprobs, lp.top_logprobs):
+            self.assertLessEqual(chosen, 0.0)
+            self.assertIn(len(top), (3, 4))
+            # Greedy: the chosen token is the most likely one.
+            self.assertAlmostEqual(max(top.values()), chosen, places=4)
+        self.assertEqual("".join(lp.tokens), r.choices[0].text)
+        c = self.chat(messages=[{"role": "user", "content": "Hi"}], max_tokens=4, temperature=0,
+                      logprobs=True, top_logprobs=2)
+        content = c.choices[0].logprobs.content
+        self.assertEqual(len(content), 4)
+        self.assertEqual(len(content[0].top_logprobs), 2)
+        self.assertEqual(bytes(content[0].bytes).decode(errors="replace"), content[0].token)
+
+    def test_echo_and_batched_prompts(self):
+        r = self.complete(prompt="Paris is", max_tokens=4, temperature=0, echo=True)
+        self.assertTrue(r.choices[0].text.startswith("Paris is"), r.choices[0].text)
+        prompts = ["One", "Two", "Three"]
+        batch = self.complete(prompt=prompts, max_tokens=4, temperature=0, n=2)
+        self.assertEqual(sorted(c.index for c in batch.choices), list(range(6)))
+        for i, p in enumerate(prompts):
+            alone = self.complete(prompt=p, max_tokens=4, temperature=0)
+            texts = {c.text for c in batch.choices if c.index // 2 == i}
+            self.assertEqual(texts, {alone.choices[0].text}, p)
+
+    def test_bad_values_are_openai_errors(self):
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.complete(prompt="hi", max_tokens=4, temperature=-1)
+        self.assertIn("temperature -1 is out of range", e.exception.body["message"])
+        self.assertEqual(e.exception.body["param"], "temperature")
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.complete(prompt="hi", max_tokens=4, extra_body={"no_such_field": 1})
+        self.assertIn("unknown field 'no_such_field'", e.exception.body["message"])
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.complete(prompt="hi", max_tokens="four")
+        self.assertIn("'max_tokens' must be an integer, got string", e.exception.body["message"])
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.complete(prompt="hi", max_tokens=10 ** 6)
+        self.assertIn("context", e.exception.body["message"])
+        with self.assertRaises(openai.NotFoundError):
+            self.client.completions.create(model="no-such-model", prompt="hi", max_tokens=2)
+
+    def test_http_level_errors(self):
+        addr = self.server.http_address
+        status, body, _ = http_request(addr, "POST", "/v1/completions", body="{not json")
+        self.assertEqual(status, 400)
+        self.assertIn("not valid JSON", body["error"]["message"])
+        status, body, resp = http_request(addr, "GET", "/v1/completions")
+        self.assertEqual((status, resp.getheader("Allow")), (405, "POST"))
+        status, body, _ = http_request(addr, "GET", "/v2/nothing")
+        self.assertEqual(status, 404)
+        self.assertEqual(body["error"]["code"], 404)
+        big = json.dumps({"model": self.model, "prompt": "x" * (MAX_BODY + 10)})
+        status, body, _ = http_request(addr, "POST", "/v1/completions", body=big)
+        self.assertEqual(status, 413)
+        self.assertIn(str(MAX_BODY), body["error"]["message"])
+
+    def test_side_endpoints(self):
+        addr = self.server.http_address
+        self.assertEqual(http_request(addr, "GET", "/health")[0], 200)
+        self.assertEqual(http_request(addr, "GET", "/ready")[0], 200)
+        status, models, _ = http_request(addr, "GET", "/v1/models")
+        self.assertEqual((status, models["data"][0]["id"]), (200, self.model))
+        status, tok, _ = http_request(addr, "POST", "/tokenize",
+                                      body=json.dumps({"prompt": "Hello world",
+                                                       "add_special_tokens": False}))
+        self.assertEqual(status, 200)
+        self.assertEqual(tok["count"], len(tok["tokens"]))
+        status, detok, _ = http_request(addr, "POST", "/detokenize",
+                                        body=json.dumps({"tokens": tok["tokens"]}))
+        self.assertEqual((status, detok["prompt"]), (200, "Hello world"))
+        status, info, _ = http_request(addr, "GET", "/tokenizer_info")
+        self.assertEqual(status, 200)
+        self.assertTrue(info["eos_token"])
+        status, body, _ = http_request(addr, "POST", "/detokenize",
+                                       body=json.dumps({"tokens": [10 ** 8]}))
+        self.assertEqual(status, 400)
+        self.assertIn("out of range", body["error"]["message"])
+
+    def test_disconnect_mid_stream_frees_kv(self):
+        def blocks_used():
+            return model_info(self.server.port).worker_groups[0].num_blocks_used
+
+        baseline = blocks_used()
+        host, port = self.server.http_address.rsplit(":", 1)
+        body = json.dumps({"model": self.model, "prompt": "Count: one two", "max_tokens": 2000,
+                           "ignore_eos": True, "stream": True}).encode()
+        for _ in range(3):
+            with socket.create_connection((host, int(port)), timeout=60) as s:
+                s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                          b"application/json\r\nContent-Length: " + str(len(body)).encode() +
+                          b"\r\n\r\n" + body)
+                received = b""
+                while received.count(b"data: ") < 3:
+                    chunk = s.recv(4096)
+                    self.assertTrue(chunk, "the server closed the stream early")
+                    received += chunk
+        deadline = time.monotonic() + 30
+        while blocks_used() > baseline and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertLessEqual(blocks_used(), baseline)
+
+
+class DrainTest(unittest.TestCase):
+    def test_ready_is_503_from_sigterm_while_a_stream_finishes(self):
+        server = start_coordinator()
+        try:
+            client = openai.OpenAI(base_url=f"http://{server.http_address}/v1",
+                                   api_key="unused", timeout=TIMEOUT, max_retries=0)
+            model = client.models.list().data[0].id
+            stream = client.completions.create(model=model, prompt="Count:", max_tokens=120,
+                                               temperature=0, stream=True,
+                                               extra_body={"ignore_eos": True})
+            first = next(iter(stream))
+            self.assertEqual(http_request(server.http_address, "GET", "/ready")[0], 200)
+            server.proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            status = 200
+            while status == 200 and time.monotonic() < deadline:
+                status = http_request(server.http_address, "GET", "/ready")[0]
+            self.assertEqual(status, 503)
+            text = first.choices[0].text + "".join(ch.choices[0].text for ch in stream)
+            self.assertTrue(text)
+            self.assertEqual(server.proc.wait(30), 0)
+        finally:
+            server.kill()
+
+
+if __name__ == "__main__":
+    unittest.main()
