@@ -57,6 +57,7 @@
 #include "coordinator/cluster/local_draft_pool.h"
 #include "coordinator/cluster/grpc_worker_group.h"
 #include "coordinator/http/openai_api.h"
+#include "coordinator/http/serving_metrics.h"
 #include "coordinator/service/inference_service.h"
 #include "coordinator/service/request_admission.h"
 #include "coordinator/cluster/local_worker_group.h"
@@ -312,6 +313,7 @@ struct Coordinator {
   std::unique_ptr<coordinator::RequestAdmission> admission;
   std::unique_ptr<coordinator::InferenceService> service;
   std::unique_ptr<coordinator::http::OpenAiApi> http_api;
+  std::unique_ptr<coordinator::http::ServingMetrics> metrics;  // outlives the pool's reports
   std::unique_ptr<WorkerGroupPool> pool;
   std::unique_ptr<coordinator::Discovery> worker_discovery;  // --worker only
   std::unique_ptr<coordinator::Discovery> draft_discovery;   // --draft only
@@ -473,6 +475,10 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
   api.served_model_name = config.served_model_name.empty()
                               ? std::filesystem::path(config.model_path).stem().string()
                               : config.served_model_name;
+  c.metrics = std::make_unique<coordinator::http::ServingMetrics>(
+      api.served_model_name, info.block_size, c.pool.get(), c.drafts.get());
+  c.admission->set_metrics(c.metrics.get());
+  api.metrics = [metrics = c.metrics.get()] { return metrics->Render(); };
   c.http_api = std::make_unique<coordinator::http::OpenAiApi>(c.admission.get(), api);
   return absl::OkStatus();
 }

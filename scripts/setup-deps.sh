@@ -8,7 +8,7 @@ PACKAGES=(
   python3 python3-pip python3-venv
   libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libopenmpi-dev openmpi-bin libboost-dev libboost-context-dev
-  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev prometheus-cpp-dev
   clang-14 libclang-rt-14-dev
 )
 

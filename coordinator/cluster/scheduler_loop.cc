@@ -30,7 +30,8 @@ SchedulerLoop::Snapshot SchedulerLoop::snapshot() const {
 }
 
 void SchedulerLoop::Publish() {
-  Snapshot snapshot{scheduler_->stats(), scheduler_->kv_stats()};
+  Snapshot snapshot{scheduler_->stats(), scheduler_->kv_stats(),
+                    scheduler_->NumRequestsRunning(), scheduler_->NumRequestsWaiting()};
   absl::MutexLock lock(&snapshot_mutex_);
   snapshot_ = snapshot;
 }

@@ -67,6 +67,8 @@ class SchedulerLoop {
   struct Snapshot {
     SchedulerStats scheduler;
     kv::KvStats kv;
+    int64_t num_requests_running = 0;
+    int64_t num_requests_waiting = 0;
   };
   Snapshot snapshot() const;
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <random>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -297,6 +298,21 @@ void Scheduler::MaybeCompleteRequest(RequestState* r) {
   for (auto& c : r->completions) out.completions.push_back(std::move(c->completion));
   if (r->beam) out.completions = std::move(r->beam_results);
   observer_->OnFinished(out);
+}
+
+int64_t Scheduler::NumRequestsRunning() const {
+  absl::flat_hash_set<const RequestState*> running;
+  for (const Sequence* seq : running_) running.insert(seq->request);
+  return static_cast<int64_t>(running.size());
+}
+
+int64_t Scheduler::NumRequestsWaiting() const {
+  int64_t queued;
+  {
+    absl::MutexLock lock(&inbox_mutex_);
+    queued = static_cast<int64_t>(inbox_.size());
+  }
+  return queued + static_cast<int64_t>(requests_.size()) - NumRequestsRunning();
 }
 
 }  // namespace tandem::coordinator

@@ -125,6 +125,10 @@ class Scheduler {
   void set_draft_pool(DraftPool* pool, const SpeculationConfig& config);
 
   const SchedulerStats& stats() const { return stats_; }
+  // Requests with a sequence in the running batch, and the others queued
+  // or waiting for KV blocks (scheduler thread).
+  int64_t NumRequestsRunning() const;
+  int64_t NumRequestsWaiting() const;
   kv::KvStats kv_stats() const { return kv_->stats(); }
 
  private:

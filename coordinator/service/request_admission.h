@@ -54,6 +54,10 @@ class RequestAdmission final : public RequestObserver {
     drafts_ = drafts;
   }
 
+  // `metrics` (may be null; must outlive the pool's schedulers) also sees
+  // every finished request, before its own observer. Call before serving.
+  void set_metrics(RequestObserver* metrics) { metrics_ = metrics; }
+
   // New requests are refused with UNAVAILABLE from now on (SIGTERM);
   // admitted ones run on.
   void StopAdmitting() { admitting_.store(false); }
@@ -92,7 +96,10 @@ class RequestAdmission final : public RequestObserver {
 
   // RequestObserver (scheduler threads): queued for the request's observer.
   void OnDelta(const CompletionDelta& delta) override { registry_.OnDelta(delta); }
-  void OnFinished(const RequestOutput& output) override { registry_.OnFinished(output); }
+  void OnFinished(const RequestOutput& output) override {
+    if (metrics_ != nullptr) metrics_->OnFinished(output);
+    registry_.OnFinished(output);
+  }
 
  private:
   // InvalidArgument unless `requested` (a request's draft) is empty or a
@@ -103,6 +110,7 @@ class RequestAdmission final : public RequestObserver {
   const WorkerGroupInfo info_;
   WorkerGroupPool* pool_ = nullptr;
   const DraftWorkerSet* drafts_ = nullptr;
+  RequestObserver* metrics_ = nullptr;
   std::string local_draft_kind_;
   std::atomic<bool> admitting_{true};
   std::atomic<int64_t> next_request_id_{1};

@@ -32,6 +32,7 @@ import time
 import unittest
 
 import openai
+from prometheus_client.parser import text_string_to_metric_families
 
 import generation_check
 from grpc_channel import model_info
@@ -266,6 +267,61 @@ class OpenAiApiTest(unittest.TestCase):
         while blocks_used() > baseline and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertLessEqual(blocks_used(), baseline)
+
+
+def scrape(address):
+    """{(sample name, frozenset of labels without model_name): value} of /metrics,
+    parsed by prometheus_client."""
+    status, text, _ = http_request(address, "GET", "/metrics")
+    assert status == 200, text
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = frozenset((k, v) for k, v in sample.labels.items() if k != "model_name")
+            out[(sample.name, labels)] = sample.value
+    return out
+
+
+class MetricsTest(unittest.TestCase):
+    def test_counters_equal_the_workload(self):
+        server = start_coordinator()
+        try:
+            client = openai.OpenAI(base_url=f"http://{server.http_address}/v1",
+                                   api_key="unused", timeout=TIMEOUT, max_retries=0)
+            model = client.models.list().data[0].id
+            before = scrape(server.http_address)
+            self.assertEqual(before[("vllm:num_requests_running", frozenset())], 0)
+            prompt_tokens = generated = 0
+            for prompt, max_tokens in [("One two three", 5), ("Four", 7), ("Five six", 3)]:
+                r = client.completions.create(model=model, prompt=prompt, max_tokens=max_tokens,
+                                              extra_body={"ignore_eos": True})
+                prompt_tokens += r.usage.prompt_tokens
+                generated += r.usage.completion_tokens
+            stopped = client.completions.create(model=model, prompt="Hi", max_tokens=50,
+                                                stop=[" "], temperature=0)
+            self.assertEqual(stopped.choices[0].finish_reason, "stop")
+            prompt_tokens += stopped.usage.prompt_tokens
+            generated += stopped.usage.completion_tokens
+            after = scrape(server.http_address)
+            self.assertEqual(after[("vllm:prompt_tokens_total", frozenset())], prompt_tokens)
+            self.assertEqual(after[("vllm:generation_tokens_total", frozenset())], generated)
+            length = frozenset({("finished_reason", "length")})
+            stop = frozenset({("finished_reason", "stop")})
+            self.assertEqual(after[("vllm:request_success_total", length)], 3)
+            self.assertEqual(after[("vllm:request_success_total", stop)], 1)
+            self.assertEqual(after[("vllm:e2e_request_latency_seconds_count", frozenset())], 4)
+            self.assertEqual(after[("vllm:time_to_first_token_seconds_count", frozenset())], 4)
+            config = [k for k in after if k[0] == "vllm:cache_config_info"]
+            self.assertEqual(dict(config[0][1])["block_size"], "16")
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if scrape(server.http_address)[("vllm:num_requests_running", frozenset())] == 0:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(scrape(server.http_address)[("vllm:num_requests_running",
+                                                          frozenset())], 0)
+        finally:
+            server.kill()
 
 
 class DrainTest(unittest.TestCase):
