@@ -10,7 +10,9 @@ cache). Logits then differ from the CPU's by summation order only
 greedy tokens must be equal. Standard library only.
 
 Env: TANDEM_BIN (build/bin/tandem, built with the emulated backend),
-TANDEM_MODEL (the default GGUF).
+TANDEM_MODEL (the default GGUF), TANDEM_CUDA_RUNTIME (`emulated`, the
+default, or `gpu`: TANDEM_BIN is a -DTANDEM_CUDA_RUNTIME=gpu build, run on a
+machine with a GPU; the same checks hold there).
 """
 import json
 import os
@@ -20,6 +22,7 @@ import unittest
 
 BIN = os.environ["TANDEM_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]
+RUNTIME = os.environ.get("TANDEM_CUDA_RUNTIME", "emulated")
 TIMEOUT = 600
 MAX_TOKENS = 8
 PROMPTS = [
@@ -76,8 +79,12 @@ class CudaRunTest(unittest.TestCase):
         cls.cpu, _ = run_requests(cls.requests, [])
         cls.cuda, cls.cuda_err = run_requests(cls.requests, CUDA)
 
-    def test_runs_on_the_emulated_device(self):
-        self.assertIn("cuda (emulated on the CPU)", self.cuda_err)
+    def test_runs_on_the_device_built_for(self):
+        if RUNTIME == "gpu":
+            self.assertIn("cuda", self.cuda_err)
+            self.assertNotIn("emulated", self.cuda_err)
+        else:
+            self.assertIn("cuda (emulated on the CPU)", self.cuda_err)
 
     def test_greedy_tokens_equal_the_cpu_reference(self):
         # The prompts' sequences, then the fork's two.

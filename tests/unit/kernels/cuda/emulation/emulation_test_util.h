@@ -14,12 +14,16 @@
 
 namespace tandem::cuda_emu::testing {
 
-// n elements of device memory, freed on destruction.
+// n elements of device memory, freed on destruction. Every byte starts as
+// 0xFF, as the emulator's cudaMalloc leaves it, so that the tests' guards
+// (floats after an output that a kernel must leave alone) read the same on a
+// GPU, where fresh memory holds whatever was there.
 template <typename T>
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(std::size_t n) : n_(n) {
     EXPECT_EQ(cudaMalloc(&data_, n * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMemset(data_, 0xFF, n * sizeof(T)), cudaSuccess);
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { Upload(host); }
   ~DeviceBuffer() { cudaFree(data_); }
