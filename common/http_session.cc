@@ -1,6 +1,9 @@
 #include "common/http_session.h"
 
+#include <sys/socket.h>
+
 #include <array>
+#include <cerrno>
 
 #include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
@@ -158,11 +161,22 @@ void HttpSession::WatchForClose() {
       tcp::socket::wait_read, [self = shared_from_this(), exchange = exchange_](error_code ec) {
         if (ec == net::error::operation_aborted || self->closed_) return;
         if (!self->in_exchange_ || self->exchange_ != exchange) return;
-        error_code available_ec;
-        // Readable with bytes: the client's next request, read once this
-        // exchange ends (closing is then seen by a failed write or the read).
-        if (!ec && self->stream_.socket().available(available_ec) > 0 && !available_ec) return;
-        self->ClientGone();
+        if (!ec) {
+          // Readable can be stale (an edge-triggered readiness whose bytes
+          // the request's read already took): peek without blocking. Bytes
+          // are the client's next request, read once this exchange ends
+          // (closing is then seen by a failed write or the read); nothing
+          // yet means the wake was spurious: watch again.
+          char byte;
+          const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1,
+                                   MSG_PEEK | MSG_DONTWAIT);
+          if (n > 0) return;
+          if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            self->WatchForClose();
+            return;
+          }
+        }
+        self->ClientGone();  // end of stream, reset, or an error
       });
 }
 
