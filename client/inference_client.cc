@@ -36,6 +36,14 @@ const char* StatusCodeName(grpc::StatusCode code) {
   }
 }
 
+coordinator::PositionLogprobs FromProto(const pb::PositionLogprobs& p) {
+  coordinator::PositionLogprobs lp;
+  lp.token = p.token();
+  lp.logprob = p.logprob();
+  for (const pb::TokenLogprob& t : p.top_logprobs()) lp.top.push_back({t.token(), t.logprob()});
+  return lp;
+}
+
 coordinator::FinishReason FromProto(pb::FinishReason r) {
   switch (r) {
     case pb::FINISH_REASON_STOP: return coordinator::FinishReason::kStop;
@@ -81,14 +89,11 @@ StreamedGeneration StreamGenerate(pb::Inference::Stub& stub, const pb::GenerateR
       if (d.finish_reason() != pb::FINISH_REASON_UNSPECIFIED) {
         c.finish_reason = FromProto(d.finish_reason());
       }
-      for (const pb::PositionLogprobs& p : d.logprobs()) {
-        coordinator::PositionLogprobs lp;
-        lp.token = p.token();
-        lp.logprob = p.logprob();
-        for (const pb::TokenLogprob& t : p.top_logprobs()) lp.top.push_back({t.token(), t.logprob()});
-        c.logprobs.push_back(std::move(lp));
-      }
+      for (const pb::PositionLogprobs& p : d.logprobs()) c.logprobs.push_back(FromProto(p));
       if (d.index() == 0 && on_text && !d.text().empty() && !d.replace()) on_text(d.text());
+    }
+    for (const pb::PositionLogprobs& p : msg.prompt_logprobs()) {
+      result.prompt_logprobs.push_back(FromProto(p));
     }
     if (msg.sequences_size() > 0) {
       // Beam search's last message: every returned sequence, best first.

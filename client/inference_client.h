@@ -34,6 +34,7 @@ struct StreamedGeneration {
   grpc::Status status;  // the call's; not OK when the stream broke off
   std::vector<coordinator::Completion> completions;  // by index, n of them
   int64_t cached_prompt_tokens = 0;
+  std::vector<coordinator::PositionLogprobs> prompt_logprobs;  // when asked for
   std::string error;  // the last message's error field (a completion failed)
 };
 

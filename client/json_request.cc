@@ -223,6 +223,7 @@ constexpr std::pair<std::string_view, FieldReader> kFieldReaders[] = {
     {"n", ParamsField<&SamplingParams::n>},
     {"logprobs", ParamsField<&SamplingParams::logprobs>},
     {"top_logprobs", ParamsField<&SamplingParams::logprobs>},
+    {"prompt_logprobs", ParamsField<&SamplingParams::prompt_logprobs>},
     {"stop", ReadStop},
     {"stop_token_ids", ReadStopTokenIds},
     {"ignore_eos", ReadIgnoreEos},

@@ -58,6 +58,9 @@ ABSL_FLAG(double, frequency_penalty, 0.0, "Frequency penalty in [-2, 2]");
 ABSL_FLAG(int64_t, seed, -1, "Random seed (-1: random)");
 ABSL_FLAG(int32_t, n, 1, "Completions per prompt");
 ABSL_FLAG(int32_t, top_logprobs, 0, "Return the top-K logprobs per generated position");
+ABSL_FLAG(int32_t, prompt_logprobs, -1,
+          "Return each prompt token's logprob with this many top alternatives (-1: none; "
+          "computes the whole prompt, no prefix cache)");
 ABSL_FLAG(std::vector<std::string>, stop, {}, "Stop strings (comma-separated)");
 ABSL_FLAG(bool, ignore_eos, false, "Keep generating after EOS");
 ABSL_FLAG(int32_t, num_beams, 1, "Beam search with this many beams (> 1; transformers semantics)");
@@ -142,7 +145,7 @@ tandem::Program TandemProgram() {
   const std::vector<TakenFlag> sampling = {
       {"max_tokens"}, {"min_tokens"}, {"temperature"}, {"top_k"}, {"top_p"}, {"min_p"},
       {"repetition_penalty"}, {"presence_penalty"}, {"frequency_penalty"}, {"seed"}, {"n"},
-      {"top_logprobs"}, {"stop"}, {"ignore_eos"}};
+      {"top_logprobs"}, {"prompt_logprobs"}, {"stop"}, {"ignore_eos"}};
   const std::vector<TakenFlag> beam = {
       {"min_new_tokens"}, {"num_beams"}, {"length_penalty"}, {"early_stopping"},
       {"num_return_sequences"}, {"num_beam_groups"}, {"diversity_penalty"}, {"do_sample"},
@@ -209,6 +212,7 @@ tandem::sampling::SamplingParams SamplingParamsFromFlags() {
   if (absl::GetFlag(FLAGS_seed) >= 0) p.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
   p.n = absl::GetFlag(FLAGS_n);
   p.logprobs = absl::GetFlag(FLAGS_top_logprobs);
+  p.prompt_logprobs = absl::GetFlag(FLAGS_prompt_logprobs);
   p.stop = absl::GetFlag(FLAGS_stop);
   p.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
   return p;

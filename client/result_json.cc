@@ -7,11 +7,29 @@ namespace tandem::client {
 
 using nlohmann::json;
 
+namespace {
+
+json PromptLogprobsJson(std::span<const coordinator::PositionLogprobs> prompt_logprobs) {
+  json positions = json::array({nullptr});
+  for (const coordinator::PositionLogprobs& p : prompt_logprobs) {
+    json alts = json::array();
+    for (const sampling::TokenLogprob& t : p.top) {
+      alts.push_back({{"token_id", t.token}, {"logprob", t.logprob}});
+    }
+    positions.push_back({{"token_id", p.token}, {"logprob", p.logprob}, {"top_logprobs", alts}});
+  }
+  return positions;
+}
+
+}  // namespace
+
 json CompletionJson(std::span<const int32_t> prompt_token_ids,
                     const coordinator::Completion& c, int32_t top_logprobs,
-                    int64_t prefix_hit_tokens) {
+                    int64_t prefix_hit_tokens,
+                    std::span<const coordinator::PositionLogprobs> prompt_logprobs) {
   json j;
   j["prompt_token_ids"] = std::vector<int32_t>(prompt_token_ids.begin(), prompt_token_ids.end());
+  if (!prompt_logprobs.empty()) j["prompt_logprobs"] = PromptLogprobsJson(prompt_logprobs);
   j["token_ids"] = c.token_ids;
   j["text"] = c.text;
   j["finish_reason"] = coordinator::FinishReasonName(c.finish_reason);
@@ -36,15 +54,18 @@ json CompletionJson(std::span<const int32_t> prompt_token_ids,
 
 json RequestLineJson(std::span<const int32_t> prompt_token_ids,
                      std::span<const coordinator::Completion> completions, int32_t top_logprobs,
-                     int64_t prefix_hit_tokens, const std::string& error) {
+                     int64_t prefix_hit_tokens, const std::string& error,
+                     std::span<const coordinator::PositionLogprobs> prompt_logprobs) {
   json line;
   // Beam search results (scored) always come as a list, best first.
   const bool scored = !completions.empty() && completions[0].score.has_value();
   if (completions.size() == 1 && !scored) {
-    line = CompletionJson(prompt_token_ids, completions[0], top_logprobs, prefix_hit_tokens);
+    line = CompletionJson(prompt_token_ids, completions[0], top_logprobs, prefix_hit_tokens,
+                          prompt_logprobs);
   } else {
     line["prompt_token_ids"] =
         std::vector<int32_t>(prompt_token_ids.begin(), prompt_token_ids.end());
+    if (!prompt_logprobs.empty()) line["prompt_logprobs"] = PromptLogprobsJson(prompt_logprobs);
     line["sequences"] = json::array();
     for (const coordinator::Completion& c : completions) {
       json cj = CompletionJson(prompt_token_ids, c, top_logprobs, prefix_hit_tokens);

@@ -74,6 +74,7 @@ void FillStreamResponse(std::vector<CompletionDelta>& deltas, const RequestOutpu
                         const OutputFormat& format, pb::GenerateStreamResponse* out) {
   out->set_request_id(format.request_id);
   for (CompletionDelta& d : deltas) {
+    AddLogprobs(d.prompt_logprobs, out->mutable_prompt_logprobs());
     pb::CompletionDelta* delta = out->add_deltas();
     delta->set_index(d.index);
     delta->set_text(std::move(d.text));
@@ -103,6 +104,7 @@ void FillGenerateResponse(const RequestOutput& done, const OutputFormat& format,
   }
   FillUsage(done, out->mutable_usage(), out->mutable_timings());
   out->set_error(std::string(done.status.message()));
+  AddLogprobs(done.prompt_logprobs, out->mutable_prompt_logprobs());
 }
 
 }  // namespace tandem::protocol

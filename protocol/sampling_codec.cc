@@ -21,6 +21,7 @@ void SamplingParamsToProto(const sampling::SamplingParams& params,
   proto->set_ignore_eos(params.ignore_eos);
   proto->set_logprobs(params.logprobs);
   proto->set_n(params.n);
+  if (params.prompt_logprobs >= 0) proto->set_prompt_logprobs(params.prompt_logprobs);
 }
 
 sampling::SamplingParams SamplingParamsFromProto(const tandem::v1::SamplingParams& proto) {
@@ -39,6 +40,7 @@ sampling::SamplingParams SamplingParamsFromProto(const tandem::v1::SamplingParam
   p.stop.assign(proto.stop().begin(), proto.stop().end());
   if (proto.has_ignore_eos()) p.ignore_eos = proto.ignore_eos();
   if (proto.has_logprobs()) p.logprobs = proto.logprobs();
+  if (proto.has_prompt_logprobs()) p.prompt_logprobs = proto.prompt_logprobs();
   if (proto.has_n()) p.n = proto.n();
   return p;
 }

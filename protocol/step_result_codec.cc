@@ -1,5 +1,7 @@
 #include "protocol/step_result_codec.h"
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -16,6 +18,44 @@ void AddTopLogprobs(const std::vector<sampling::TokenLogprob>& top,
     p->set_token(t.token);
     p->set_logprob(t.logprob);
   }
+}
+
+// InvalidArgument unless token is in [0, vocab_size), naming `context`, what
+// the token is, the token and the limit.
+absl::Status CheckToken(int32_t token, int32_t vocab_size, const std::string& context,
+                        const char* what) {
+  if (token >= 0 && token < vocab_size) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat("%s: %s %d is out of range: must be in [0, %d)",
+                                                    context, what, token, vocab_size));
+}
+
+// One PromptLogprobs entry of step `step_id`'s response, tokens checked.
+absl::StatusOr<worker::PromptLogprobs> PromptLogprobsFromProto(
+    const tandem::v1::PromptLogprobs& p, int64_t step_id, int32_t vocab_size) {
+  const std::string context =
+      absl::StrFormat("step %d prompt logprobs for sequence %d", step_id, p.seq_id());
+  auto check = [&](int32_t token, const char* what) {
+    return CheckToken(token, vocab_size, context, what);
+  };
+  if (p.first_position() < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: first_position %d must be >= 1", context, p.first_position()));
+  }
+  worker::PromptLogprobs out;
+  out.id = SeqId(p.seq_id());
+  out.first_position = p.first_position();
+  out.tokens.reserve(p.tokens_size());
+  for (const tandem::v1::ScoredToken& s : p.tokens()) {
+    RETURN_IF_ERROR(check(s.token(), "prompt token"));
+    sampling::SampleResult& scored = out.tokens.emplace_back();
+    scored.token = s.token();
+    scored.logprob = s.logprob();
+    for (const tandem::v1::TokenLogprob& t : s.top_logprobs()) {
+      RETURN_IF_ERROR(check(t.token(), "prompt top-logprob token"));
+      scored.top_logprobs.push_back({t.token(), t.logprob()});
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -52,6 +92,17 @@ void StepResultToProto(const worker::StepResult& result, tandem::v1::StepRespons
       }
     }
   }
+  for (const worker::PromptLogprobs& p : result.prompt_logprobs) {
+    tandem::v1::PromptLogprobs* out = proto->add_prompt_logprobs();
+    out->set_seq_id(p.id.value());
+    out->set_first_position(p.first_position);
+    for (const sampling::SampleResult& s : p.tokens) {
+      tandem::v1::ScoredToken* scored = out->add_tokens();
+      scored->set_token(s.token);
+      scored->set_logprob(s.logprob);
+      AddTopLogprobs(s.top_logprobs, scored->mutable_top_logprobs());
+    }
+  }
   tandem::v1::StepTimings* t = proto->mutable_timings();
   t->set_forward_ms(result.timings.forward_ms);
   t->set_sample_ms(result.timings.sample_ms);
@@ -65,13 +116,10 @@ absl::StatusOr<worker::StepResult> StepResultFromProto(const tandem::v1::StepRes
   result.step_id = proto.step_id();
   result.results.reserve(proto.results_size());
   for (const tandem::v1::SequenceResult& r : proto.results()) {
-    auto check = [&](int32_t token, const char* what) -> absl::Status {
-      if (token < 0 || token >= vocab_size) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "step %d result for sequence %d: %s %d is out of range: must be in [0, %d)",
-            proto.step_id(), r.seq_id(), what, token, vocab_size));
-      }
-      return absl::OkStatus();
+    const std::string context =
+        absl::StrFormat("step %d result for sequence %d", proto.step_id(), r.seq_id());
+    auto check = [&](int32_t token, const char* what) {
+      return CheckToken(token, vocab_size, context, what);
     };
     RETURN_IF_ERROR(check(r.token(), "sampled token"));
     worker::SequenceResult& out = result.results.emplace_back();
@@ -107,6 +155,11 @@ absl::StatusOr<worker::StepResult> StepResultFromProto(const tandem::v1::StepRes
         row.push_back({c.token(), c.score(), c.key()});
       }
     }
+  }
+  for (const tandem::v1::PromptLogprobs& p : proto.prompt_logprobs()) {
+    ASSIGN_OR_RETURN(worker::PromptLogprobs scored,
+                     PromptLogprobsFromProto(p, proto.step_id(), vocab_size));
+    result.prompt_logprobs.push_back(std::move(scored));
   }
   result.timings.forward_ms = proto.timings().forward_ms();
   result.timings.sample_ms = proto.timings().sample_ms();

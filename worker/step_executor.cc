@@ -1,5 +1,6 @@
 #include "worker/step_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <span>
 #include <utility>
@@ -84,6 +85,7 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
   std::vector<sampling::VerifyResult> verified(verify_rows.size());
   verifier_.VerifyBatch(verify_rows, verified, model_->pool());
   result.results = CollectResults(plan, states, samples, verified);
+  result.prompt_logprobs = ScorePrompts(plan, states);
   result.timings.sample_ms = MillisSince(sample_start);
   result.timings.total_ms = MillisSince(start);
   return result;
@@ -112,6 +114,9 @@ absl::Status StepExecutor::ApplyPlanBookkeeping(const StepPlan& plan) {
 absl::StatusOr<std::vector<StepExecutor::SequenceState*>> StepExecutor::BuildBatch(
     const StepPlan& plan) {
   batch_.clear();
+  logit_row_begin_.clear();
+  prompt_rows_.clear();
+  int64_t num_rows = 0;
   std::vector<SequenceState*> states;
   states.reserve(plan.sequences.size());
   for (const SequenceStep& s : plan.sequences) {
@@ -126,8 +131,14 @@ absl::StatusOr<std::vector<StepExecutor::SequenceState*>> StepExecutor::BuildBat
     f.tokens = s.tokens;
     f.start_pos = s.start_pos;
     f.block_table = s.block_table;
-    // A verifying row needs the logits before its first draft and after each.
-    f.num_logits = s.sample ? s.num_draft_tokens + 1 : 0;
+    // A verifying row needs the logits before its first draft and after
+    // each; scoring prompt positions needs the chunk's every row.
+    const int32_t prompt_rows = NumPromptRows(s, it->second);
+    f.num_logits = std::max(s.sample ? s.num_draft_tokens + 1 : 0,
+                            prompt_rows > 0 ? static_cast<int32_t>(s.tokens.size()) : 0);
+    logit_row_begin_.push_back(num_rows);
+    prompt_rows_.push_back(prompt_rows);
+    num_rows += f.num_logits;
     batch_.push_back(f);
   }
   return states;
@@ -163,11 +174,13 @@ void StepExecutor::BuildRows(const StepPlan& plan, std::span<SequenceState* cons
                              std::vector<sampling::SamplingRow>& sample_rows,
                              std::vector<sampling::VerifyRow>& verify_rows) {
   const int64_t vocab = model_->config().vocab_size;
-  int64_t row = 0;
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     const SequenceStep& s = plan.sequences[i];
     if (!s.sample) continue;
     SequenceState* st = states[i];
+    // The sampling rows are the last num_draft_tokens + 1 of the sequence's.
+    const int64_t row =
+        logit_row_begin_[i] + batch_[i].num_logits - (int64_t{s.num_draft_tokens} + 1);
     if (st->params.beam_candidates > 0) {
       SyncBeamHistory(s, st->prompt_tokens.size(), st->output_tokens);
       // Candidates after the token and after each draft (speculative beam
@@ -190,8 +203,43 @@ void StepExecutor::BuildRows(const StepPlan& plan, std::span<SequenceState* cons
     } else {
       sample_rows.push_back(RowOf(*st, logits_.data() + row * vocab));
     }
-    row += s.num_draft_tokens + 1;
   }
+}
+
+int32_t StepExecutor::NumPromptRows(const SequenceStep& s, const SequenceState& state) {
+  if (state.params.prompt_logprobs < 0) return 0;
+  const int64_t end = std::min<int64_t>(s.start_pos + static_cast<int64_t>(s.tokens.size()),
+                                        static_cast<int64_t>(state.prompt_tokens.size()) - 1);
+  return static_cast<int32_t>(std::max<int64_t>(0, end - s.start_pos));
+}
+
+std::vector<PromptLogprobs> StepExecutor::ScorePrompts(const StepPlan& plan,
+                                                       std::span<SequenceState* const> states) {
+  const int64_t vocab = model_->config().vocab_size;
+  std::vector<sampling::ScoreRow> rows;
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    const SequenceStep& s = plan.sequences[i];
+    // Row j holds the distribution after position start_pos + j, which
+    // scores the prompt token at start_pos + j + 1.
+    for (int32_t j = 0; j < prompt_rows_[i]; ++j) {
+      rows.push_back({logits_.data() + (logit_row_begin_[i] + j) * vocab,
+                      states[i]->prompt_tokens[static_cast<size_t>(s.start_pos + j + 1)],
+                      states[i]->params.prompt_logprobs});
+    }
+  }
+  std::vector<sampling::SampleResult> scored(rows.size());
+  sampler_.ScoreBatch(rows, scored, model_->pool());
+  std::vector<PromptLogprobs> out;
+  size_t next = 0;
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    if (prompt_rows_[i] == 0) continue;
+    PromptLogprobs p;
+    p.id = plan.sequences[i].id;
+    p.first_position = plan.sequences[i].start_pos + 1;
+    for (int32_t j = 0; j < prompt_rows_[i]; ++j) p.tokens.push_back(std::move(scored[next++]));
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 std::vector<SequenceResult> StepExecutor::CollectResults(

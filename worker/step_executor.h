@@ -52,7 +52,10 @@ class StepExecutor {
   // logits for its last g+1 positions and is verified (SpeculativeVerifier):
   // its result carries the accepted drafts and the token after them. Every
   // emitted token is appended to the sequence's history; beam rows (drafts
-  // included) return candidates instead. On error (a new sequence already
+  // included) return candidates instead. A sequence whose params ask for
+  // prompt logprobs gets the logits of every row of its prompt chunks, and
+  // the prompt tokens they score come back in StepResult::prompt_logprobs.
+  // On error (a new sequence already
   // live, an unknown sequence id, invalid tokens, block ids or draft fields)
   // nothing is sampled and no history grows, but the plan's finished and new
   // sequences, applied first, stay applied.
@@ -89,6 +92,12 @@ class StepExecutor {
   void BuildRows(const StepPlan& plan, std::span<SequenceState* const> states,
                  std::vector<sampling::SamplingRow>& sample_rows,
                  std::vector<sampling::VerifyRow>& verify_rows);
+  // Prompt positions step `s` scores for a sequence that asks for prompt
+  // logprobs: those of its tokens still followed by a prompt token.
+  static int32_t NumPromptRows(const SequenceStep& s, const SequenceState& state);
+  // The prompt logprobs of every sequence with prompt rows, in plan order.
+  std::vector<PromptLogprobs> ScorePrompts(const StepPlan& plan,
+                                           std::span<SequenceState* const> states);
   // A row of `state` reading `logits` with the sequence's whole history.
   sampling::SamplingRow RowOf(const SequenceState& state, const float* logits) const;
   // One result per sampling row of the plan, from the sampler's `samples`
@@ -107,6 +116,10 @@ class StepExecutor {
   sampling::SpeculativeVerifier verifier_;
   absl::flat_hash_map<SeqId, SequenceState> sequences_;
   std::vector<model::ForwardSequence> batch_;
+  // Per batch entry: its first row in logits_, and its prompt rows (the
+  // first prompt_rows_ of its rows).
+  std::vector<int64_t> logit_row_begin_;
+  std::vector<int32_t> prompt_rows_;
   std::vector<float> logits_;  // [rows, vocab]
 };
 

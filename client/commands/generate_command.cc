@@ -132,12 +132,13 @@ int GenerateOne(const GenerateOptions& o, pb::Inference::Stub& stub, const JsonR
   }
   if (o.json && request.beam.has_value()) {
     std::printf("%s\n", RequestLineJson(r.prompt_token_ids, g.completions, r.top_k,
-                                        g.cached_prompt_tokens, g.error)
+                                        g.cached_prompt_tokens, g.error, g.prompt_logprobs)
                             .dump()
                             .c_str());
   } else if (o.json) {
     for (const coordinator::Completion& c : g.completions) {
-      std::printf("%s\n", CompletionJson(r.prompt_token_ids, c, r.top_k, g.cached_prompt_tokens)
+      std::printf("%s\n", CompletionJson(r.prompt_token_ids, c, r.top_k, g.cached_prompt_tokens,
+                                         g.prompt_logprobs)
                                .dump()
                                .c_str());
     }
@@ -187,7 +188,7 @@ int PrintResults(const std::vector<Result>& results) {
     }
     if (!g.error.empty()) exit_code = 1;
     std::printf("%s\n", RequestLineJson(r.prompt_token_ids, g.completions, r.top_k,
-                                        g.cached_prompt_tokens, g.error)
+                                        g.cached_prompt_tokens, g.error, g.prompt_logprobs)
                             .dump()
                             .c_str());
   }

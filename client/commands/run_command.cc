@@ -216,13 +216,16 @@ void PrintOutput(const RunOptions& o, const JsonRequest& request, const RequestO
   const int32_t top_k = request.params.logprobs;
   if (o.requests_file || (o.json && request.beam.has_value())) {
     std::printf("%s\n", RequestLineJson(out.prompt_token_ids, out.completions, top_k,
-                                        out.prefix_hit_tokens, error)
+                                        out.prefix_hit_tokens, error, out.prompt_logprobs)
                             .dump()
                             .c_str());
   } else if (o.json) {
     for (const auto& c : out.completions) {
       std::printf("%s\n",
-                  CompletionJson(out.prompt_token_ids, c, top_k, out.prefix_hit_tokens).dump().c_str());
+                  CompletionJson(out.prompt_token_ids, c, top_k, out.prefix_hit_tokens,
+                                 out.prompt_logprobs)
+                      .dump()
+                      .c_str());
     }
   } else if (stream_text) {
     std::printf("\n");

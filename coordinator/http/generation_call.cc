@@ -157,16 +157,20 @@ HttpResponse GenerationCall::CompleteResponse() {
   const tokenizer::Tokenizer& tok = admission_->tokenizer();
   for (size_t p = 0; p < admitted_.size(); ++p) {
     const std::string prefix = options_.echo ? PromptText(p) : std::string();
-    const std::vector<Completion>& completions = admitted_[p].output->completions;
-    for (size_t i = 0; i < completions.size(); ++i) {
-      const Completion& c = completions[i];
+    const RequestOutput& output = *admitted_[p].output;
+    for (size_t i = 0; i < output.completions.size(); ++i) {
+      const Completion& c = output.completions[i];
       int64_t offset = static_cast<int64_t>(prefix.size());
       const int32_t index = static_cast<int32_t>(p) * options_.choices_per_prompt +
                             static_cast<int32_t>(i);
-      choices.push_back(ChoiceJson(options_.header, index, prefix + c.text,
-                                   LogprobsJson(options_.header, tok, c.logprobs, &offset),
-                                   c.finish_reason));
-      completion_tokens += static_cast<int64_t>(c.token_ids.size());
+      json logprobs = EchoLogprobs(p, output.prompt_logprobs);
+      if (options_.generate) {
+        AppendLogprobs(logprobs, LogprobsJson(options_.header, tok, c.logprobs, &offset));
+        completion_tokens += static_cast<int64_t>(c.token_ids.size());
+      }
+      choices.push_back(ChoiceJson(options_.header, index,
+                                   options_.generate ? prefix + c.text : prefix,
+                                   std::move(logprobs), c.finish_reason));
     }
   }
   json body = ResponseObject(options_.header, /*chunk=*/false, std::move(choices));
@@ -176,10 +180,38 @@ HttpResponse GenerationCall::CompleteResponse() {
   return r;
 }
 
+json GenerationCall::EchoLogprobs(size_t prompt,
+                                  std::span<const PositionLogprobs> prompt_logprobs) const {
+  if (!EchoesLogprobs()) return nullptr;
+  int64_t offset = 0;
+  return EchoLogprobsJson(options_.header, admission_->tokenizer(),
+                          admitted_[prompt].prompt_tokens, prompt_logprobs, &offset);
+}
+
+void GenerationCall::AppendEchoEvents(size_t prompt, const RequestStream::Batch& batch,
+                                      std::string& events) {
+  Admitted& a = admitted_[prompt];
+  if (a.echoed || (batch.deltas.empty() && !batch.finished.has_value())) return;
+  a.echoed = true;
+  // The request's first delta carries its prompt logprobs.
+  std::span<const PositionLogprobs> scored;
+  for (const CompletionDelta& d : batch.deltas) {
+    if (!d.prompt_logprobs.empty()) scored = d.prompt_logprobs;
+  }
+  if (scored.empty() && batch.finished.has_value()) scored = batch.finished->prompt_logprobs;
+  const std::string text = PromptText(prompt);
+  for (int32_t i = 0; i < options_.choices_per_prompt; ++i) {
+    const int32_t c = static_cast<int32_t>(prompt) * options_.choices_per_prompt + i;
+    json choice = ChunkChoiceJson(options_.header, c, text, /*role=*/false,
+                                  EchoLogprobs(prompt, scored), FinishReason::kNone);
+    events += SseEvent(ResponseObject(options_.header, /*chunk=*/true, json::array({choice})));
+  }
+}
+
 std::string GenerationCall::OpeningEvents() {
   std::string events;
   const bool chat = options_.header.kind == ApiKind::kChat;
-  if (!chat && !options_.echo) return events;
+  if (!chat && (!options_.echo || EchoesLogprobs())) return events;
   json choices = json::array();
   for (size_t c = 0; c < choices_.size(); ++c) {
     const std::string text =
@@ -195,7 +227,8 @@ std::string GenerationCall::OpeningEvents() {
 
 void GenerationCall::AppendDeltaEvents(size_t prompt, const std::vector<CompletionDelta>& deltas,
                                        std::string& events) {
-  if (options_.beam_search) return;  // beams change until final
+  // Beams change until final; a max_tokens 0 echo generates nothing.
+  if (options_.beam_search || !options_.generate) return;
   const tokenizer::Tokenizer& tok = admission_->tokenizer();
   for (const CompletionDelta& d : deltas) {
     const size_t c = prompt * options_.choices_per_prompt + d.index;
@@ -215,7 +248,7 @@ void GenerationCall::AppendFinishEvents(size_t prompt, const RequestOutput& outp
     const size_t c = prompt * options_.choices_per_prompt + i;
     if (c >= choices_.size() || choices_[c].finished) continue;
     choices_[c].finished = true;
-    completion_tokens_ += static_cast<int64_t>(done.token_ids.size());
+    if (options_.generate) completion_tokens_ += static_cast<int64_t>(done.token_ids.size());
     // Beam search sends its final beams whole; sampling has streamed them.
     const std::string text = options_.beam_search ? done.text : std::string();
     json logprobs = options_.beam_search
@@ -236,6 +269,7 @@ std::string GenerationCall::TakeEvents() {
   }
   for (size_t p = 0; p < admitted_.size(); ++p) {
     RequestStream::Batch batch = admitted_[p].stream.Take();
+    if (EchoesLogprobs()) AppendEchoEvents(p, batch, events);
     AppendDeltaEvents(p, batch.deltas, events);
     if (batch.finished.has_value() && batch.finished->status.ok()) {
       AppendFinishEvents(p, *batch.finished, events);

@@ -44,6 +44,9 @@ struct CallOptions {
   bool stream = false;
   bool include_usage = false;
   bool echo = false;            // completions: the prompt's text before each choice's
+  // max_tokens 0 with echo: the engine computes one token (a prefill
+  // always samples one), which the answer drops.
+  bool generate = true;
   bool skip_special_tokens = true;
   int32_t choices_per_prompt = 1;  // n, or the beams returned
   bool beam_search = false;
@@ -71,6 +74,7 @@ class GenerationCall final : public RequestObserver,
     std::vector<int32_t> prompt_tokens;
     RequestStream stream;
     std::optional<RequestOutput> output;  // once finished
+    bool echoed = false;  // stream, echo with logprobs: the prompt's chunks were sent
   };
   // A choice's stream state.
   struct ChoiceState {
@@ -86,8 +90,19 @@ class GenerationCall final : public RequestObserver,
                          std::string& events) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   void AppendFinishEvents(size_t prompt, const RequestOutput& output, std::string& events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  // The events that open the stream: the chat role, the echoed prompt.
+  // The events that open the stream: the chat role, the echoed prompt
+  // (unless it comes with logprobs: then EchoEvents once they arrived).
   std::string OpeningEvents() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Echo with logprobs: each choice of `prompt` opens with the prompt's text
+  // and logprobs, sent with the request's first batch.
+  void AppendEchoEvents(size_t prompt, const RequestStream::Batch& batch, std::string& events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // The choice's logprobs for an echoed prompt (null unless echo with
+  // logprobs); offsets from 0.
+  nlohmann::json EchoLogprobs(size_t prompt,
+                              std::span<const PositionLogprobs> prompt_logprobs) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  bool EchoesLogprobs() const { return options_.echo && options_.header.logprobs.has_value(); }
   // Stream: writes what is pending unless a write is in flight.
   void MaybeWrite();
   void OnWriteDone(bool ok);

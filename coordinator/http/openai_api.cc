@@ -119,11 +119,15 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> OpenAiApi::PromptTokens(
 }
 
 absl::StatusOr<std::vector<GenerateRequest>> OpenAiApi::NativeRequests(const OpenAiRequest& r) {
-  if (r.echo && r.logprobs.has_value()) {
-    return absl::InvalidArgumentError(
-        "echo with logprobs (the prompt's logprobs) is not supported yet: drop one of them");
-  }
   GenerateRequest base = r.request;
+  if (r.max_tokens_given && base.params.max_tokens == 0) {
+    if (!r.echo || r.kind == ApiKind::kChat) {
+      return absl::InvalidArgumentError(
+          "max_tokens 0 is out of range: must be >= 1 (0 only with echo, for the prompt alone)");
+    }
+    // A prefill samples one token anyway; the answer drops it.
+    base.params.max_tokens = 1;
+  }
   if (r.logprobs.has_value()) {
     const int32_t k = *r.logprobs;
     const char* name = r.kind == ApiKind::kChat ? "top_logprobs" : "logprobs";
@@ -133,6 +137,8 @@ absl::StatusOr<std::vector<GenerateRequest>> OpenAiApi::NativeRequests(const Ope
     }
     // The engine returns the chosen token's logprob with its alternatives.
     base.params.logprobs = std::max(k, 1);
+    // Echo shows the prompt's tokens with their logprobs too.
+    if (r.echo && r.kind == ApiKind::kCompletion) base.params.prompt_logprobs = std::max(k, 1);
   }
   ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> prompts, PromptTokens(r));
   std::vector<GenerateRequest> requests;
@@ -176,6 +182,7 @@ void OpenAiApi::Generate(ApiKind kind, const HttpRequest& request,
   options.stream = r.stream;
   options.include_usage = r.include_usage;
   options.echo = r.echo && kind == ApiKind::kCompletion;
+  options.generate = !(r.max_tokens_given && r.request.params.max_tokens == 0);
   options.skip_special_tokens = r.skip_special_tokens;
   options.beam_search = r.request.beam.has_value();
   options.choices_per_prompt =

@@ -101,6 +101,32 @@ json LogprobsJson(const ResponseHeader& header, const tokenizer::Tokenizer& tok,
   return CompletionLogprobs(header, tok, positions, *header.logprobs, text_offset);
 }
 
+json EchoLogprobsJson(const ResponseHeader& header, const tokenizer::Tokenizer& tok,
+                      std::span<const int32_t> prompt_tokens,
+                      std::span<const PositionLogprobs> prompt_logprobs, int64_t* text_offset) {
+  if (prompt_tokens.empty()) return CompletionLogprobs(header, tok, {}, 0, text_offset);
+  const int32_t first = prompt_tokens[0];
+  json head = {{"tokens", json::array({TokenName(header, tok, first)})},
+               {"token_logprobs", json::array({nullptr})},
+               {"top_logprobs", json::array({nullptr})},
+               {"text_offset", json::array({*text_offset})}};
+  *text_offset += static_cast<int64_t>(tok.TokenToPiece(first).size());
+  AppendLogprobs(head, CompletionLogprobs(header, tok, prompt_logprobs,
+                                          header.logprobs.value_or(0), text_offset));
+  return head;
+}
+
+void AppendLogprobs(json& into, const json& more) {
+  if (into.is_null()) {
+    into = more;
+    return;
+  }
+  if (more.is_null()) return;
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const json& v : more[key]) into[key].push_back(v);
+  }
+}
+
 json ResponseObject(const ResponseHeader& header, bool chunk, json choices) {
   const char* object = header.kind == ApiKind::kChat
                            ? (chunk ? "chat.completion.chunk" : "chat.completion")

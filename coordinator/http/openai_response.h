@@ -40,6 +40,19 @@ nlohmann::json FinishReasonJson(FinishReason reason);
 // `usage` for `prompt_tokens` and `completion_tokens`.
 nlohmann::json UsageJson(int64_t prompt_tokens, int64_t completion_tokens);
 
+// Completions with echo and logprobs: the prompt's tokens in the legacy
+// logprobs shape — the first token's logprob and alternatives null (nothing
+// precedes it), then `prompt_logprobs` (one per later token) as
+// LogprobsJson shows generated ones. Text offsets start at `*text_offset`.
+nlohmann::json EchoLogprobsJson(const ResponseHeader& header, const tokenizer::Tokenizer& tok,
+                                std::span<const int32_t> prompt_tokens,
+                                std::span<const PositionLogprobs> prompt_logprobs,
+                                int64_t* text_offset);
+
+// Appends the legacy logprobs arrays of `more` to those of `into` (null
+// `into` becomes `more`).
+void AppendLogprobs(nlohmann::json& into, const nlohmann::json& more);
+
 // The logprobs of `positions` in `header.kind`'s shape, keeping the
 // `*header.logprobs` best alternatives per position (plus the chosen token
 // when it is not among them, as vLLM does). Completions: text offsets start

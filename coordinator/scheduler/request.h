@@ -63,6 +63,9 @@ struct Completion {
 struct RequestOutput {
   RequestId id;
   std::vector<int32_t> prompt_token_ids;
+  // params.prompt_logprobs >= 0 only: one per prompt token after the first
+  // (prompt_token_ids[1..]), in order; else empty.
+  std::vector<PositionLogprobs> prompt_logprobs;
   std::vector<Completion> completions;  // n entries, by sample index
   int64_t prefix_hit_tokens = 0;        // prompt tokens served from the prefix cache
   // Not OK when the request failed (finish reason kError): UNAVAILABLE for a
@@ -91,6 +94,9 @@ struct CompletionDelta {
   // (params.logprobs > 0); else empty.
   std::vector<PositionLogprobs> logprobs;
   FinishReason finish_reason = FinishReason::kNone;
+  // The request's first delta only, when it asked for prompt logprobs: as
+  // RequestOutput::prompt_logprobs.
+  std::vector<PositionLogprobs> prompt_logprobs;
 };
 
 // Receives scheduler events on the scheduler thread; must not block.

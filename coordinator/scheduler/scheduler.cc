@@ -147,6 +147,7 @@ void Scheduler::DrainInbox() {
     state->draft_params = state->request.params;
     state->draft_params.temperature = 0.0f;
     state->draft_params.logprobs = 0;
+    state->draft_params.prompt_logprobs = -1;
     state->draft_params.n = 1;
     RequestState* raw = state.get();
     requests_[raw->request.id] = std::move(state);
@@ -287,6 +288,7 @@ void Scheduler::MaybeCompleteRequest(RequestState* r) {
   RequestOutput out;
   out.id = r->request.id;
   out.prompt_token_ids = r->request.prompt_tokens;
+  out.prompt_logprobs = r->prompt_logprobs;
   out.prefix_hit_tokens = r->prefix_hit_tokens;
   out.status = r->status;
   out.latency_ms = ms_since_submit(Clock::now());

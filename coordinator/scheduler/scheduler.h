@@ -85,6 +85,10 @@ struct SchedulerStats {
   int64_t num_accepted_tokens = 0;
 };
 
+// Most prompt tokens one step computes for a request that asks for prompt
+// logprobs: each returns a row of logits ([tokens, vocab] floats).
+inline constexpr int32_t kMaxPromptLogprobChunk = 512;
+
 class Scheduler {
  public:
   // `group`, `tokenizer` and `observer` must outlive the scheduler; `config`
@@ -166,6 +170,10 @@ class Scheduler {
   worker::SequenceStep SequenceStepOf(const Sequence* seq) const;
   // The worker's announcement of a sequence it has not seen.
   worker::NewSequence NewSequenceOf(const Sequence* seq) const;
+  // Tokens `seq` may compute this step within `budget`: a prompt chunk of a
+  // request that scores its prompt is capped at kMaxPromptLogprobChunk
+  // (each of its tokens returns a row of logits).
+  static int32_t ChunkTokens(const Sequence* seq, int32_t budget);
   void Preempt(Sequence* seq);
   void ForkChildren(Sequence* parent);
   // Gives `child` (same tokens as `parent`) a new id sharing the parent's
@@ -174,6 +182,12 @@ class Scheduler {
 
   // Folding a step's result (scheduler_apply.cc): one fold per mode.
   void Apply(ScheduledStep& step, const worker::StepResult& result);
+  // Stores a step's prompt logprobs in their requests (until sent).
+  void ApplyPromptLogprobs(const absl::flat_hash_map<SeqId, Sequence*>& by_id,
+                           std::span<const worker::PromptLogprobs> scored);
+  // Sends `delta` to the observer; the request's first carries its prompt
+  // logprobs.
+  void EmitDelta(RequestState* r, CompletionDelta& delta);
   // Sampling: appends the token, streams its text, checks stop conditions.
   void ApplySample(Sequence* seq, const sampling::SampleResult& sample);
   // Stop reason after `token` (kNone: keep going); `delta.text` gets the

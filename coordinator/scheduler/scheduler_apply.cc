@@ -20,6 +20,7 @@ void Scheduler::Apply(ScheduledStep& step, const worker::StepResult& result) {
     seq->scheduled = 0;
     by_id[seq->id] = seq;
   }
+  ApplyPromptLogprobs(by_id, result.prompt_logprobs);
   for (const worker::SequenceResult& res : result.results) {
     auto it = by_id.find(res.id);
     CHECK(it != by_id.end(), "worker returned a result for unscheduled sequence %d",
@@ -51,6 +52,34 @@ void Scheduler::Apply(ScheduledStep& step, const worker::StepResult& result) {
   EraseDoneRequests();
 }
 
+void Scheduler::ApplyPromptLogprobs(const absl::flat_hash_map<SeqId, Sequence*>& by_id,
+                                    std::span<const worker::PromptLogprobs> scored) {
+  for (const worker::PromptLogprobs& p : scored) {
+    auto it = by_id.find(p.id);
+    CHECK(it != by_id.end(), "worker returned prompt logprobs for unscheduled sequence %d",
+          p.id.value());
+    RequestState* r = it->second->request;
+    if (r->prompt_logprobs_sent) continue;  // a recomputed prompt: already sent
+    const size_t num_positions = r->request.prompt_tokens.size() - 1;
+    r->prompt_logprobs.resize(num_positions);
+    for (size_t j = 0; j < p.tokens.size(); ++j) {
+      const size_t index = static_cast<size_t>(p.first_position - 1) + j;
+      CHECK(index < num_positions, "prompt logprob position %zu past the prompt (%zu tokens)",
+            index + 1, num_positions + 1);
+      const sampling::SampleResult& s = p.tokens[j];
+      r->prompt_logprobs[index] = PositionLogprobs{s.token, s.logprob, s.top_logprobs};
+    }
+  }
+}
+
+void Scheduler::EmitDelta(RequestState* r, CompletionDelta& delta) {
+  if (r->request.params.prompt_logprobs >= 0 && !r->prompt_logprobs_sent) {
+    delta.prompt_logprobs = r->prompt_logprobs;
+    r->prompt_logprobs_sent = true;
+  }
+  observer_->OnDelta(delta);
+}
+
 void Scheduler::ApplySample(Sequence* seq, const sampling::SampleResult& sample) {
   RequestState* r = seq->request;
   if (!r->first_token_time) r->first_token_time = Clock::now();
@@ -69,7 +98,7 @@ void Scheduler::ApplySample(Sequence* seq, const sampling::SampleResult& sample)
   const FinishReason reason = CheckStop(seq, token, delta);
   c.text += delta.text;
   delta.finish_reason = reason;
-  observer_->OnDelta(delta);
+  EmitDelta(r, delta);
   if (reason != FinishReason::kNone) FinishSequence(seq, reason);
 }
 

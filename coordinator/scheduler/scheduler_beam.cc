@@ -158,7 +158,7 @@ void Scheduler::EmitBestBeam(RequestState* r, FinishReason reason) {
   delta.token_ids = r->beam->BestTokens();
   delta.text = DecodeText(delta.token_ids);
   delta.finish_reason = reason;
-  observer_->OnDelta(delta);
+  EmitDelta(r, delta);
 }
 
 void Scheduler::FinishBeamSearch(RequestState* r, FinishReason forced) {
@@ -184,7 +184,7 @@ void Scheduler::FinishBeamSearch(RequestState* r, FinishReason forced) {
       delta.token_ids = r->beam_results[0].token_ids;
       delta.text = r->beam_results[0].text;
       delta.finish_reason = r->beam_results[0].finish_reason;
-      observer_->OnDelta(delta);
+      EmitDelta(r, delta);
     }
   } else {
     // Cancelled or failed: the best beam so far is the answer.

@@ -58,8 +58,16 @@ void Scheduler::ScheduleRunning(ScheduledStep& step, int32_t& budget) {
   }
 }
 
+int32_t Scheduler::ChunkTokens(const Sequence* seq, int32_t budget) {
+  int32_t n = std::min(seq->target() - seq->num_computed, budget);
+  if (seq->request->request.params.prompt_logprobs >= 0 && seq->num_computed < seq->prompt_len) {
+    n = std::min(n, kMaxPromptLogprobChunk);
+  }
+  return n;
+}
+
 bool Scheduler::TryScheduleRunning(ScheduledStep& step, Sequence* seq, int32_t& budget) {
-  const int32_t num_new = std::min(seq->target() - seq->num_computed, budget);
+  const int32_t num_new = ChunkTokens(seq, budget);
   // A decoding sequence's drafts ride along with its token (verified by the
   // worker), as far as the budget allows.
   std::vector<int32_t> tokens(seq->tokens.begin() + seq->num_computed,
@@ -91,15 +99,18 @@ void Scheduler::ScheduleWaiting(ScheduledStep& step, int32_t& budget) {
          static_cast<int32_t>(step.sequences.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.front();
     seq->id = NextSeqId();
-    const int32_t cached = kv_->AddSequence(seq->id, seq->tokens);
-    const int32_t num_new = std::min(seq->target() - cached, budget);
+    // A request that scores its prompt computes every position.
+    const bool scores_prompt = seq->request->request.params.prompt_logprobs >= 0;
+    const int32_t cached = kv_->AddSequence(seq->id, seq->tokens, !scores_prompt);
+    seq->num_computed = cached;
+    const int32_t num_new = ChunkTokens(seq, budget);
     if (num_new > 0 && kv_->NumBlocksNeeded(seq->id, num_new) > kv_->num_free_blocks()) {
       kv_->Free(seq->id);
+      seq->num_computed = 0;
       return;
     }
     waiting_.pop_front();
     seq->status = SequenceStatus::kRunning;
-    seq->num_computed = cached;
     RequestState* r = seq->request;
     if (!r->admit_time) {
       r->admit_time = Clock::now();

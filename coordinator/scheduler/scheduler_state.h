@@ -105,6 +105,10 @@ struct Scheduler::RequestState {
   SpeculationCounts speculation;
   int32_t num_unfinished = 0;
   int64_t prefix_hit_tokens = 0;
+  // params.prompt_logprobs >= 0: prompt positions 1.. as the worker scored
+  // them, sent with the request's first delta.
+  std::vector<PositionLogprobs> prompt_logprobs;
+  bool prompt_logprobs_sent = false;
   bool done = false;
   absl::Status status;  // why the request failed; OK otherwise
 };

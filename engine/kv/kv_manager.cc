@@ -70,10 +70,15 @@ void KvManager::ReleaseBlock(BlockId block) {
   }
 }
 
-int32_t KvManager::AddSequence(SeqId seq, std::span<const int32_t> prompt) {
+int32_t KvManager::AddSequence(SeqId seq, std::span<const int32_t> prompt,
+                               bool use_prefix_cache) {
   CHECK(!tables_.contains(seq), "sequence %d already exists", seq.value());
   Table table(config_.block_size);
   const int32_t bs = config_.block_size;
+  if (!use_prefix_cache) {
+    tables_.emplace(seq, std::move(table));
+    return 0;
+  }
   if (config_.enable_prefix_cache && prompt.size() > 1) {
     // The last prompt token is always recomputed, so at most
     // (size - 1) / bs blocks can be reused.

@@ -68,8 +68,11 @@ class KvManager {
   // block_size, at most prompt.size() - 1 so the last prompt token is always
   // computed to get logits). Those tokens become the sequence's tokens; the
   // caller appends the rest with AppendTokens. Never allocates new blocks, so
-  // it cannot fail for capacity. CHECKs `seq` is new.
-  int32_t AddSequence(SeqId seq, std::span<const int32_t> prompt);
+  // it cannot fail for capacity. CHECKs `seq` is new. With
+  // use_prefix_cache false nothing is looked up (and nothing counted as a
+  // query): every prompt token is computed, for a request that needs each
+  // position's logits; its full blocks are still registered for others.
+  int32_t AddSequence(SeqId seq, std::span<const int32_t> prompt, bool use_prefix_cache = true);
 
   // Number of new blocks AppendTokens(seq, n tokens) would take right now,
   // including a copy-on-write block. CHECKs `seq` exists and n >= 0.

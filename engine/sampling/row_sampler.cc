@@ -94,7 +94,10 @@ void RowSampler::Sample(const SamplingRow& row, SampleResult* result) {
 }
 
 void RowSampler::ComputeLogprobs(const SamplingRow& row, SampleResult* result) {
-  const float* raw = row.logits;
+  ComputeLogprobs(row.logits, row.params->logprobs, result);
+}
+
+void RowSampler::ComputeLogprobs(const float* raw, int32_t num_top, SampleResult* result) {
   const size_t v = static_cast<size_t>(vocab_size_);
   // log_softmax(x)_i = x_i - (max + log(sum exp(x - max))), vectorized.
   const kernels::SoftmaxNormalizer norm = kernels::LogSoftmaxNormalizer(raw, vocab_size_, isa_);
@@ -105,7 +108,7 @@ void RowSampler::ComputeLogprobs(const SamplingRow& row, SampleResult* result) {
   result->logprob = logprob(result->token);
 
   result->top_logprobs.clear();
-  const size_t k = std::min(static_cast<size_t>(std::max(0, row.params->logprobs)), v);
+  const size_t k = std::min(static_cast<size_t>(std::max(0, num_top)), v);
   if (k == 0) return;
   std::vector<int32_t>& ids = token_ids_;
   std::iota(ids.begin(), ids.end(), 0);

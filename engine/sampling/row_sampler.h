@@ -41,6 +41,8 @@ class RowSampler {
   // Sets result->logprob and result->top_logprobs for result->token from the
   // raw logits of `row` (log_softmax; params->logprobs alternatives).
   void ComputeLogprobs(const SamplingRow& row, SampleResult* result);
+  // The same for `logits` (raw, [vocab_size]) with `num_top` alternatives.
+  void ComputeLogprobs(const float* logits, int32_t num_top, SampleResult* result);
 
  private:
   // Stages 1-3 (min-tokens mask, penalties) on a copy of the row in logits_.

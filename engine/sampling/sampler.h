@@ -68,6 +68,14 @@ struct SampleResult {
   std::vector<BeamToken> beam_candidates;
 };
 
+// A given token to score at one position (prompt logprobs): the raw logits
+// of the position before it.
+struct ScoreRow {
+  const float* logits = nullptr;  // [vocab_size], raw model output
+  int32_t token = 0;              // in [0, vocab_size)
+  int32_t num_top = 0;            // top alternatives wanted, >= 0
+};
+
 class RowSampler;
 
 class Sampler {
@@ -91,7 +99,18 @@ class Sampler {
   void SampleBatch(std::span<const SamplingRow> rows, std::span<SampleResult> results,
                    ThreadPool* pool);
 
+  // Scores each row's given token into the result at the same index: its
+  // raw logprob and the row's num_top most likely tokens, exactly as
+  // SampleBatch reports a sampled token's. Same threading and CHECKs.
+  void ScoreBatch(std::span<const ScoreRow> rows, std::span<SampleResult> results,
+                  ThreadPool* pool);
+
  private:
+  // Runs row_fn(sampler, i) for every i in [0, n) on the pool (or the
+  // caller), with the calling thread's RowSampler.
+  template <typename RowFn>
+  void ForEachRow(size_t n, ThreadPool* pool, RowFn row_fn);
+
   int32_t vocab_size_;
   // One per pool thread index, created on first use (each holds
   // vocabulary-sized working memory).

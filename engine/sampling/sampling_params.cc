@@ -112,6 +112,10 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int32_t vocab_size)
   if (p.logprobs < 0 || p.logprobs > kMaxLogprobs) {
     return OutOfRange("logprobs", int64_t{p.logprobs}, absl::StrCat("in [0, ", kMaxLogprobs, "]"));
   }
+  if (p.prompt_logprobs < -1 || p.prompt_logprobs > kMaxLogprobs) {
+    return OutOfRange("prompt_logprobs", int64_t{p.prompt_logprobs},
+                      absl::StrCat("-1 (none) or in [0, ", kMaxLogprobs, "]"));
+  }
   if (p.beam_candidates < 0 || p.beam_candidates > kMaxBeamCandidates) {
     return OutOfRange("beam_candidates", int64_t{p.beam_candidates},
                       absl::StrCat("in [0, ", kMaxBeamCandidates, "]"));

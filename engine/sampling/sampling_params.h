@@ -37,6 +37,12 @@ struct SamplingParams {
   std::vector<std::string> stop;    // stop strings, non-empty valid UTF-8; not included in output
   bool ignore_eos = false;          // EOS neither stops nor is masked
   int32_t logprobs = 0;             // top alternatives returned per position, [0, kMaxLogprobs]
+  // The logprob of every prompt token after the first (the model's
+  // distribution at the position before it, raw as `logprobs`) with this
+  // many top alternatives each, [0, kMaxLogprobs]; -1 → none. A request that
+  // asks for them is not served from the prefix cache: every position is
+  // computed.
+  int32_t prompt_logprobs = -1;
   int32_t n = 1;                    // samples per request, [1, kMaxN]
   // Set by the coordinator for beam search, never by clients: > 0 → the row
   // returns this many beam candidates (beam_candidates.h) instead of a token.

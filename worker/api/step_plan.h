@@ -80,6 +80,18 @@ struct SequenceResult {
   std::vector<std::vector<sampling::BeamToken>> draft_beam_candidates;
 };
 
+// The prompt logprobs one step computed for one sequence whose params ask
+// for them (SamplingParams::prompt_logprobs >= 0): one entry per prompt
+// position p in [first_position, first_position + tokens.size()), scoring
+// prompt token p under the model's distribution after positions < p. A
+// prompt chunk scores the positions after each of its tokens that are
+// still in the prompt; position 0 is never scored.
+struct PromptLogprobs {
+  SeqId id;
+  int32_t first_position = 1;
+  std::vector<sampling::SampleResult> tokens;  // token, logprob, top_logprobs
+};
+
 struct StepTimings {
   double forward_ms = 0;
   double sample_ms = 0;
@@ -90,6 +102,8 @@ struct StepTimings {
 struct StepResult {
   int64_t step_id = 0;
   std::vector<SequenceResult> results;  // one per sequence with sample = true, in plan order
+  // One per sequence whose step scored prompt positions, in plan order.
+  std::vector<PromptLogprobs> prompt_logprobs;
   StepTimings timings;
 };
 

@@ -2,7 +2,10 @@
 """Regenerates expected_f32.jsonl: last-position logits of the default model
 computed in float64 by an independent, straightforward numpy implementation of
 the llama decoder (weights dequantized by the `gguf` package), the reference
-for tandem's reference-precision mode.
+for tandem's reference-precision mode; and expected_prompt_logprobs.jsonl:
+for the same prompts, every prompt token's log-probability (log_softmax in
+float64 of the logits at the position before it) and the two most likely
+tokens there, the reference for prompt logprobs and `echo`.
 
 Usage (from the repository root):
   python3 -m venv tests/reference/.venv
@@ -52,6 +55,7 @@ def main():
 
     lines = [json.loads(l) for l in open(os.path.join(HERE, "expected_greedy.jsonl"))]
     out = open(os.path.join(HERE, "expected_f32.jsonl"), "w")
+    prompt_out = open(os.path.join(HERE, "expected_prompt_logprobs.jsonl"), "w")
     for idx in (0, 3, 8):
         ids = lines[idx]["prompt_ids"]
         T = len(ids)
@@ -75,8 +79,18 @@ def main():
             g = h @ t[p + "ffn_gate.weight"].T
             u = h @ t[p + "ffn_up.weight"].T
             x = x + (g / (1 + np.exp(-g)) * u) @ t[p + "ffn_down.weight"].T
-        logits = rms(x[-1:], t["output_norm.weight"]) @ out_w.T
-        logits = logits[0]
+        all_logits = rms(x, t["output_norm.weight"]) @ out_w.T  # [T, vocab]
+        m = all_logits.max(-1, keepdims=True)
+        logp = all_logits - m - np.log(np.exp(all_logits - m).sum(-1, keepdims=True))
+        positions = []
+        for p_ in range(1, T):
+            row = logp[p_ - 1]
+            top = np.argsort(-row, kind="stable")[:2]
+            positions.append({"token": ids[p_], "logprob": float(row[ids[p_]]),
+                              "top2": [[int(i), float(row[i])] for i in top]})
+        prompt_out.write(json.dumps({"prompt_index": idx, "prompt_ids": ids,
+                                     "positions": positions}) + "\n")
+        logits = all_logits[-1]
         top = np.argsort(-logits, kind="stable")[:20]
         out.write(json.dumps({"prompt_index": idx, "prompt_ids": ids,
                               "top20": [[int(i), float(logits[i])] for i in top]}) + "\n")
