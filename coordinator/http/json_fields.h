@@ -32,6 +32,8 @@ class JsonFields {
   // "stream_options.") is put before field names in errors.
   explicit JsonFields(const nlohmann::json& object, std::string prefix = "")
       : object_(object), prefix_(std::move(prefix)) {}
+  // A temporary would dangle.
+  explicit JsonFields(nlohmann::json&& object, std::string prefix = "") = delete;
 
   // The field's value, marked known; null when absent or JSON null.
   const nlohmann::json* Get(std::string_view name);

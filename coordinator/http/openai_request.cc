@@ -153,7 +153,9 @@ void ReadPrompt(JsonFields& f, OpenAiRequest& r) {
     if (item.is_string()) {
       r.prompts.emplace_back(item.get<std::string>());
     } else if (item.is_array()) {
-      JsonFields one(json::object({{"prompt", item}}));
+      // JsonFields keeps a reference: the object must outlive it.
+      const json wrapped = json::object({{"prompt", item}});
+      JsonFields one(wrapped);
       std::vector<int32_t> ids;
       one.Ints("prompt", &ids);
       if (std::optional<FieldError> e = one.Error()) return f.Fail("prompt", e->message);
