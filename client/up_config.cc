@@ -180,7 +180,7 @@ absl::Status ApplyUpConfigJson(absl::string_view text, const std::string& source
   // is caught right here and never crosses this function.
   try {
     config = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax, or a number out of range
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: not valid JSON: %s", source, e.what()));
   }

@@ -13,7 +13,7 @@ using nlohmann::json;
 std::optional<FieldError> ParseBody(std::string_view body, json* out) {
   try {
     *out = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax, or a number out of range
     return FieldError{absl::StrFormat("the body is not valid JSON: %s", e.what()), ""};
   }
   if (!out->is_object()) {
