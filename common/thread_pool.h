@@ -22,7 +22,7 @@ namespace tandem {
 class ThreadPool {
  public:
   // `num_threads` counts the caller: 1 means no workers (everything inline).
-  // 0 picks std::thread::hardware_concurrency().
+  // 0 picks std::thread::hardware_concurrency(); at most 65535.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -55,8 +55,7 @@ class ThreadPool {
   std::atomic<const std::function<void(int, int64_t, int64_t)>*> job_{nullptr};
   std::atomic<int64_t> job_n_{0};
   std::atomic<int64_t> job_chunk_{0};
-  std::atomic<uint32_t> job_num_chunks_{0};
-  // (generation << 32) | next unclaimed chunk index.
+  // (generation << 32) | (number of chunks << 16) | next unclaimed chunk.
   std::atomic<uint64_t> claim_{0};
   std::atomic<uint32_t> chunks_done_{0};
   uint32_t generation_ = 0;  // caller-side copy
