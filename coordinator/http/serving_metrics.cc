@@ -44,7 +44,11 @@ ServingMetrics::ServingMetrics(std::string model_name, int32_t block_size,
       pool_(pool),
       drafts_(drafts),
       registry_(std::make_shared<prometheus::Registry>()) {
-  prometheus::Registry& r = *registry_;
+  RegisterVllmMetrics(*registry_);
+  RegisterTandemMetrics(*registry_);
+}
+
+void ServingMetrics::RegisterVllmMetrics(prometheus::Registry& r) {
   running_ = &BuildGauge().Name("vllm:num_requests_running")
                   .Help("Requests in the running batch").Register(r);
   waiting_ = &BuildGauge().Name("vllm:num_requests_waiting")
@@ -71,6 +75,9 @@ ServingMetrics::ServingMetrics(std::string model_name, int32_t block_size,
                             .Help("Draft tokens verified").Register(r);
   spec_accepted_tokens_ = &BuildCounter().Name("vllm:spec_decode_num_accepted_tokens_total")
                                .Help("Draft tokens accepted").Register(r);
+  spec_accepted_per_position_ =
+      &BuildCounter().Name("vllm:spec_decode_num_accepted_tokens_per_pos_total")
+           .Help("Rounds whose draft at `position` (from 0) was accepted").Register(r);
   ttft_ = &BuildHistogram().Name("vllm:time_to_first_token_seconds")
                .Help("Time to first token").Register(r);
   tpot_ = &BuildHistogram().Name("vllm:time_per_output_token_seconds")
@@ -79,6 +86,9 @@ ServingMetrics::ServingMetrics(std::string model_name, int32_t block_size,
               .Help("Request latency, arrival to finish").Register(r);
   queue_time_ = &BuildHistogram().Name("vllm:request_queue_time_seconds")
                      .Help("Time from arrival to first scheduling").Register(r);
+}
+
+void ServingMetrics::RegisterTandemMetrics(prometheus::Registry& r) {
   group_healthy_ = &BuildGauge().Name("tandem:worker_group_healthy")
                         .Help("1 while the worker group serves, 0 while it is lost").Register(r);
   group_load_ = &BuildGauge().Name("tandem:worker_group_load")
@@ -89,6 +99,10 @@ ServingMetrics::ServingMetrics(std::string model_name, int32_t block_size,
                             .Help("KV blocks referenced by sequences").Register(r);
   drafts_healthy_ = &BuildGauge().Name("tandem:draft_workers_healthy")
                          .Help("Draft workers answering").Register(r);
+  beam_forks_ = &BuildCounter().Name("tandem:beam_forks_total")
+                     .Help("Beam sequences forked from another beam").Register(r);
+  block_copies_ = &BuildCounter().Name("tandem:kv_block_copies_total")
+                       .Help("Copy-on-write KV block copies").Register(r);
 }
 
 prometheus::Labels ServingMetrics::With(prometheus::Labels extra) const {
@@ -113,6 +127,10 @@ void ServingMetrics::OnFinished(const RequestOutput& output) {
   spec_drafts_->Add(labels).Increment(static_cast<double>(output.num_speculative_rounds));
   spec_draft_tokens_->Add(labels).Increment(static_cast<double>(output.num_draft_tokens));
   spec_accepted_tokens_->Add(labels).Increment(static_cast<double>(output.num_accepted_tokens));
+  for (size_t i = 0; i < output.num_accepted_per_position.size(); ++i) {
+    spec_accepted_per_position_->Add(With({{"position", absl::StrCat(i)}}))
+        .Increment(static_cast<double>(output.num_accepted_per_position[i]));
+  }
   if (!output.status.ok() || generated == 0) return;
   ttft_->Add(labels, kTtftBuckets).Observe(output.time_to_first_token_ms / 1e3);
   e2e_->Add(labels, kLatencyBuckets).Observe(output.latency_ms / 1e3);
@@ -125,9 +143,18 @@ void ServingMetrics::OnFinished(const RequestOutput& output) {
   }
 }
 
+void ServingMetrics::CountGroupDeltas(const GroupCounters& now, const GroupCounters& before) {
+  // A reconnected group starts its counters again: count from there.
+  auto delta = [](int64_t n, int64_t b) { return static_cast<double>(n >= b ? n - b : n); };
+  const prometheus::Labels labels = With({});
+  preemptions_->Add(labels).Increment(delta(now.preemptions, before.preemptions));
+  block_copies_->Add(labels).Increment(delta(now.block_copies, before.block_copies));
+  beam_forks_->Add(labels).Increment(delta(now.beam_forks, before.beam_forks));
+}
+
 void ServingMetrics::UpdateGauges() {
   int64_t running = 0, waiting = 0, used = 0, total = 0;
-  absl::flat_hash_map<std::string, int64_t> seen;
+  absl::flat_hash_map<std::string, GroupCounters> seen;
   for (const WorkerGroupStatusSnapshot& g : pool_->Statuses()) {
     running += g.stats.num_requests_running;
     waiting += g.stats.num_requests_waiting;
@@ -140,21 +167,20 @@ void ServingMetrics::UpdateGauges() {
     const double step = g.stats.scheduler.step_ms;
     group_overhead_->Add(group).Set(step > 0 ? (step - g.stats.scheduler.worker_step_ms) / step
                                              : 0.0);
-    const int64_t preempted = g.stats.scheduler.num_preemptions;
-    const int64_t before = preemptions_seen_.contains(g.name) ? preemptions_seen_[g.name] : 0;
-    // A reconnected group starts its counters again: count from there.
-    preemptions_->Add(With({})).Increment(
-        static_cast<double>(preempted >= before ? preempted - before : preempted));
-    seen[g.name] = preempted;
+    const SchedulerStats& st = g.stats.scheduler;
+    const GroupCounters now{st.num_preemptions, st.num_block_copies, st.num_beam_forks};
+    auto before = groups_seen_.find(g.name);
+    CountGroupDeltas(now, before != groups_seen_.end() ? before->second : GroupCounters{});
+    seen[g.name] = now;
   }
-  for (const auto& [name, count] : preemptions_seen_) {
+  for (const auto& [name, counters] : groups_seen_) {
     if (seen.contains(name)) continue;
     const prometheus::Labels group = With({{"worker_group", name}});
     for (auto* family : {group_healthy_, group_load_, group_blocks_used_, group_overhead_}) {
       family->Remove(&family->Add(group));
     }
   }
-  preemptions_seen_ = std::move(seen);
+  groups_seen_ = std::move(seen);
   const prometheus::Labels labels = With({});
   running_->Add(labels).Set(static_cast<double>(running));
   waiting_->Add(labels).Set(static_cast<double>(waiting));

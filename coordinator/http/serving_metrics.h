@@ -48,7 +48,19 @@ class ServingMetrics final : public RequestObserver {
   std::string Render();
 
  private:
+  // A worker group's cumulative scheduler counters at the last scrape.
+  struct GroupCounters {
+    int64_t preemptions = 0;
+    int64_t block_copies = 0;
+    int64_t beam_forks = 0;
+  };
+
   prometheus::Labels With(prometheus::Labels extra) const;
+  // The constructor's halves: vLLM's names, then tandem's.
+  void RegisterVllmMetrics(prometheus::Registry& r);
+  void RegisterTandemMetrics(prometheus::Registry& r);
+  // Adds a group's counter increments since the last scrape.
+  void CountGroupDeltas(const GroupCounters& now, const GroupCounters& before);
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(scrape_mutex_);
 
   const std::string model_name_;
@@ -70,6 +82,9 @@ class ServingMetrics final : public RequestObserver {
   prometheus::Family<prometheus::Counter>* spec_drafts_;
   prometheus::Family<prometheus::Counter>* spec_draft_tokens_;
   prometheus::Family<prometheus::Counter>* spec_accepted_tokens_;
+  prometheus::Family<prometheus::Counter>* spec_accepted_per_position_;
+  prometheus::Family<prometheus::Counter>* beam_forks_;
+  prometheus::Family<prometheus::Counter>* block_copies_;
   prometheus::Family<prometheus::Histogram>* ttft_;
   prometheus::Family<prometheus::Histogram>* tpot_;
   prometheus::Family<prometheus::Histogram>* e2e_;
@@ -82,7 +97,7 @@ class ServingMetrics final : public RequestObserver {
 
   absl::Mutex scrape_mutex_;
   // Per group: the cumulative preemptions already added to the counter.
-  absl::flat_hash_map<std::string, int64_t> preemptions_seen_ ABSL_GUARDED_BY(scrape_mutex_);
+  absl::flat_hash_map<std::string, GroupCounters> groups_seen_ ABSL_GUARDED_BY(scrape_mutex_);
 };
 
 }  // namespace tandem::coordinator::http

@@ -77,6 +77,9 @@ struct RequestOutput {
   int64_t num_speculative_rounds = 0;
   int64_t num_draft_tokens = 0;
   int64_t num_accepted_tokens = 0;
+  // Rounds whose draft at position i was accepted (vLLM's per-position
+  // acceptance counter).
+  std::vector<int64_t> num_accepted_per_position;
   double time_to_first_token_ms = 0;
   double latency_ms = 0;
 };

@@ -295,6 +295,7 @@ void Scheduler::MaybeCompleteRequest(RequestState* r) {
   out.num_speculative_rounds = r->speculation.rounds;
   out.num_draft_tokens = r->speculation.draft_tokens;
   out.num_accepted_tokens = r->speculation.accepted_tokens;
+  out.num_accepted_per_position = r->accepted_per_position;
   if (r->admit_time) out.queue_ms = ms_since_submit(*r->admit_time);
   if (r->first_token_time) out.time_to_first_token_ms = ms_since_submit(*r->first_token_time);
   for (auto& c : r->completions) out.completions.push_back(std::move(c->completion));

@@ -83,6 +83,9 @@ struct SchedulerStats {
   int64_t num_speculative_rounds = 0;
   int64_t num_draft_tokens = 0;
   int64_t num_accepted_tokens = 0;
+  // Copy-on-write block copies ordered, and beam sequences forked.
+  int64_t num_block_copies = 0;
+  int64_t num_beam_forks = 0;
 };
 
 // Most prompt tokens one step computes for a request that asks for prompt

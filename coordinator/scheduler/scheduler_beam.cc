@@ -87,6 +87,7 @@ std::vector<std::unique_ptr<Scheduler::Sequence>> Scheduler::MoveBeams(
     std::unique_ptr<Sequence> child =
         MakeSequence(r, static_cast<int32_t>(r->next_beam_stream++), parent->tokens);
     child->role = SequenceRole::kBeam;
+    ++stats_.num_beam_forks;
     if (parent->running()) {
       child->draft.beam.ahead = parent->draft.beam.ahead;
       child->draft.beam.ahead_candidates = parent->draft.beam.ahead_candidates;

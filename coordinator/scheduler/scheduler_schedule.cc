@@ -28,6 +28,7 @@ Scheduler::ScheduledStep Scheduler::Schedule() {
   ScheduleWaiting(step, budget);
   DropUnusedDrafts();
   for (Sequence* seq : step.sequences) step.plan.sequences.push_back(SequenceStepOf(seq));
+  stats_.num_block_copies += static_cast<int64_t>(step.plan.copies.size());
   return step;
 }
 

@@ -223,6 +223,11 @@ void Scheduler::ForgetDraft(Sequence* seq) {
 
 void Scheduler::CountSpeculation(RequestState* r, const SpeculationCounts& counts) {
   r->speculation.Add(counts);
+  std::vector<int64_t>& by_position = r->accepted_per_position;
+  if (static_cast<int64_t>(by_position.size()) < counts.accepted_tokens) {
+    by_position.resize(static_cast<size_t>(counts.accepted_tokens));
+  }
+  for (int64_t i = 0; i < counts.accepted_tokens; ++i) ++by_position[static_cast<size_t>(i)];
   stats_.num_speculative_rounds += counts.rounds;
   stats_.num_draft_tokens += counts.draft_tokens;
   stats_.num_accepted_tokens += counts.accepted_tokens;

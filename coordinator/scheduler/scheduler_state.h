@@ -103,6 +103,9 @@ struct Scheduler::RequestState {
   // greedy: deterministic drafts keep verification exact and cheap).
   sampling::SamplingParams draft_params;
   SpeculationCounts speculation;
+  // Rounds whose draft at position i (0-based) was accepted; a round accepts
+  // a prefix of its drafts.
+  std::vector<int64_t> accepted_per_position;
   int32_t num_unfinished = 0;
   int64_t prefix_hit_tokens = 0;
   // params.prompt_logprobs >= 0: prompt positions 1.. as the worker scored

@@ -311,6 +311,17 @@ class MetricsTest(unittest.TestCase):
             self.assertEqual(after[("vllm:request_success_total", stop)], 1)
             self.assertEqual(after[("vllm:e2e_request_latency_seconds_count", frozenset())], 4)
             self.assertEqual(after[("vllm:time_to_first_token_seconds_count", frozenset())], 4)
+            # n = 2 children write into their shared last block (copy-on-write);
+            # beam search forks beams.
+            copies = after[("tandem:kv_block_copies_total", frozenset())]
+            forks = after[("tandem:beam_forks_total", frozenset())]
+            client.completions.create(model=model, prompt="Seven", max_tokens=3, n=2, seed=1,
+                                      extra_body={"ignore_eos": True})
+            client.completions.create(model=model, prompt="Eight", max_tokens=3, n=2,
+                                      temperature=0, extra_body={"use_beam_search": True})
+            later = scrape(server.http_address)
+            self.assertGreater(later[("tandem:kv_block_copies_total", frozenset())], copies)
+            self.assertGreater(later[("tandem:beam_forks_total", frozenset())], forks)
             config = [k for k in after if k[0] == "vllm:cache_config_info"]
             self.assertEqual(dict(config[0][1])["block_size"], "16")
             deadline = time.monotonic() + 10
