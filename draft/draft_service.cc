@@ -27,6 +27,23 @@ grpc::Status DraftService::Info(grpc::ServerContext* context,
 grpc::Status DraftService::Propose(grpc::ServerContext* context,
                                    const tandem::v1::ProposeRequest* request,
                                    tandem::v1::ProposeResponse* response) {
+  grpc::Status status = ProposeUncounted(*request, response);
+  if (metrics_ != nullptr) {
+    if (status.ok()) {
+      const tandem::v1::StepTimings& t = response->timings();
+      metrics_->OnCall({t.total_ms(), t.forward_ms(), t.sample_ms(), t.num_tokens()});
+    } else {
+      metrics_->OnCallError();
+    }
+    absl::MutexLock lock(&mutex_);
+    metrics_->SetSequences(proposer_->num_sequences());
+  }
+  return status;
+}
+
+grpc::Status DraftService::ProposeUncounted(const tandem::v1::ProposeRequest& req,
+                                            tandem::v1::ProposeResponse* response) {
+  const tandem::v1::ProposeRequest* request = &req;
   if (!serving_.load()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         "draft worker is draining (shutting down); send no more proposals");

@@ -15,6 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/process_metrics.h"
 #include "draft/api/proposer.h"
 #include "tandem/v1/draft.grpc.pb.h"
 
@@ -27,7 +28,13 @@ class DraftService final : public tandem::v1::Draft::Service {
   DraftService& operator=(const DraftService&) = delete;
 
   // Draining (SIGTERM) sets false: Propose then answers UNAVAILABLE.
-  void SetServing(bool serving) { serving_.store(serving); }
+  void SetServing(bool serving) {
+    serving_.store(serving);
+    if (metrics_ != nullptr) metrics_->SetServing(serving);
+  }
+  // Counts every Propose in `metrics` (may be null; must outlive the
+  // service). Call before serving.
+  void set_metrics(ProcessMetrics* metrics) { metrics_ = metrics; }
 
   grpc::Status Info(grpc::ServerContext* context, const tandem::v1::DraftInfoRequest* request,
                     tandem::v1::DraftInfoResponse* response) override;
@@ -41,7 +48,12 @@ class DraftService final : public tandem::v1::Draft::Service {
                        tandem::v1::ReleaseResponse* response) override;
 
  private:
+  // Propose without the metrics.
+  grpc::Status ProposeUncounted(const tandem::v1::ProposeRequest& request,
+                                tandem::v1::ProposeResponse* response);
+
   std::atomic<bool> serving_{true};
+  ProcessMetrics* metrics_ = nullptr;
   absl::Mutex mutex_;
   std::unique_ptr<Proposer> proposer_ ABSL_GUARDED_BY(mutex_);
   const ProposerInfo info_;  // for Info, without the mutex

@@ -47,6 +47,7 @@
 #include "draft/api/proposer.h"
 #include "draft/proposer_factory.h"
 #include "draft/api/speculative_spec.h"
+#include "common/process_metrics.h"
 #include "engine/device/device_options.h"
 #include "engine/kv/kv_manager.h"
 #include "engine/model/model.h"
@@ -59,6 +60,9 @@ ABSL_FLAG(std::string, model, "",
           "vocabulary size and context length are read from it)");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on");
 ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one; the real port is printed)");
+ABSL_FLAG(int32_t, metrics_port, -1,
+          "Serve Prometheus /metrics (and /health) over HTTP on this port (0: the OS picks "
+          "one, printed; -1: off)");
 ABSL_FLAG(int64_t, kv_cache_bytes, 256ll << 20, "Draft KV cache capacity in bytes");
 ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
 ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
@@ -194,6 +198,11 @@ int Serve(const DraftConfig& config) {
   if (!proposer.ok()) return Fail(proposer.status());
   const draft::ProposerInfo info = (*proposer)->info();
   draft::DraftService service(*std::move(proposer));
+  ProcessMetrics metrics("tandem:draft", ModelNameLabel(config.proposer.target_model_path));
+  service.set_metrics(&metrics);
+  absl::StatusOr<std::unique_ptr<HttpServer>> metrics_server = ServeProcessMetrics(
+      &metrics, kProcess, config.host, absl::GetFlag(FLAGS_metrics_port));
+  if (!metrics_server.ok()) return Fail(metrics_server.status());
   absl::StatusOr<GrpcServer> started =
       StartGrpcServer(config.host, config.port, {&service}, {kServiceName});
   if (!started.ok()) return Fail(started.status());

@@ -61,11 +61,15 @@
 #include "engine/parallel/mpi_communicator.h"
 #include "worker/tp/mpi_thread_queue.h"
 #include "worker/tp/step_broadcaster.h"
+#include "common/process_metrics.h"
 #include "worker/worker_service.h"
 
 ABSL_FLAG(std::string, model, "", "Path of the GGUF model");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on");
 ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one; the real port is printed)");
+ABSL_FLAG(int32_t, metrics_port, -1,
+          "Serve Prometheus /metrics (and /health) over HTTP on this port, rank 0 only (0: the "
+          "OS picks one, printed; -1: off)");
 ABSL_FLAG(int64_t, kv_cache_bytes, 512ll << 20, "KV cache capacity in bytes");
 ABSL_FLAG(int32_t, kv_blocks, 0, "KV cache capacity in blocks (overrides --kv-cache-bytes)");
 ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
@@ -148,6 +152,7 @@ struct WorkerConfig {
   std::string model_path;
   std::string host;
   int32_t port = 0;
+  int32_t metrics_port = -1;
   int32_t block_size = 16;
   int32_t kv_blocks = 0;
   int64_t kv_cache_bytes = 0;
@@ -179,6 +184,7 @@ absl::StatusOr<WorkerConfig> ReadConfig() {
   if (config.model_path.empty()) return absl::InvalidArgumentError("--model is required");
   config.host = absl::GetFlag(FLAGS_host);
   config.port = absl::GetFlag(FLAGS_port);
+  config.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   config.block_size = absl::GetFlag(FLAGS_block_size);
   RETURN_IF_ERROR(ValidateServingFlags(config));
   const int32_t threads = absl::GetFlag(FLAGS_threads);
@@ -297,6 +303,11 @@ int ServeRankZero(const WorkerConfig& config, const Target& target, parallel::Co
     services.push_back(draft_service.get());
     service_names.push_back(kDraftServiceName);
   }
+  ProcessMetrics metrics("tandem:worker", ModelNameLabel(config.model_path));
+  (*service)->set_metrics(&metrics);
+  absl::StatusOr<std::unique_ptr<HttpServer>> metrics_server =
+      ServeProcessMetrics(&metrics, kProcess, config.host, config.metrics_port);
+  if (!metrics_server.ok()) return Fail(metrics_server.status());
   absl::StatusOr<GrpcServer> started =
       StartGrpcServer(config.host, config.port, services, service_names);
   if (!started.ok()) return Fail(started.status());

@@ -95,8 +95,18 @@ grpc::Status TargetWorkerService::Step(grpc::ServerContext* context,
                                        tandem::v1::StepResponse* response) {
   if (!serving_.load()) return NotServing();
   absl::MutexLock lock(&mutex_);
-  return OnMpiThread(
+  grpc::Status status = OnMpiThread(
       [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return StepLocked(*request, response); });
+  if (metrics_ != nullptr) {
+    if (status.ok()) {
+      const tandem::v1::StepTimings& t = response->timings();
+      metrics_->OnCall({t.total_ms(), t.forward_ms(), t.sample_ms(), t.num_tokens()});
+    } else {
+      metrics_->OnCallError();
+    }
+    metrics_->SetSequences(num_sequences_.load());
+  }
+  return status;
 }
 
 grpc::Status TargetWorkerService::StepLocked(const tandem::v1::StepRequest& request,

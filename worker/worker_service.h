@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/model/model_runner.h"
 #include "tandem/v1/worker.grpc.pb.h"
+#include "common/process_metrics.h"
 #include "protocol/step_decoder.h"
 #include "worker/step_executor.h"
 #include "engine/parallel/communicator.h"
@@ -52,7 +53,13 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
 
   // Draining (SIGTERM) sets false: Step then answers UNAVAILABLE and Health
   // reports WORKER_STATUS_NOT_SERVING. Any thread.
-  void SetServing(bool serving) { serving_.store(serving); }
+  void SetServing(bool serving) {
+    serving_.store(serving);
+    if (metrics_ != nullptr) metrics_->SetServing(serving);
+  }
+  // Counts every Step in `metrics` (may be null; must outlive the service).
+  // Call before serving.
+  void set_metrics(ProcessMetrics* metrics) { metrics_ = metrics; }
 
   grpc::Status Info(grpc::ServerContext* context, const tandem::v1::WorkerInfoRequest* request,
                     tandem::v1::WorkerInfoResponse* response) override;
@@ -87,6 +94,7 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
   const StepExecutorConfig config_;
   const protocol::StepDecoderConfig decoder_config_;
   std::atomic<bool> serving_{true};
+  ProcessMetrics* metrics_ = nullptr;
 
   mutable absl::Mutex mutex_;
   std::unique_ptr<protocol::StepDecoder> decoder_ ABSL_GUARDED_BY(mutex_);
