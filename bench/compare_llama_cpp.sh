@@ -3,35 +3,24 @@
 # prefill tokens/s (512-token prompt), single-stream decode tokens/s, and
 # aggregate decode tokens/s with 16 and 64 sequences in one batch.
 #
-# llama.cpp is built from the source that PyPI's llama-cpp-python sdist carries
-# (vendor/llama.cpp), into build/llama.cpp/, once. Nothing of it is committed.
+# llama.cpp is built by bench/build_llama_cpp.sh (from PyPI's llama-cpp-python
+# sdist, into build/llama.cpp/, once). Nothing of it is committed.
 # Usage: bench/compare_llama_cpp.sh [MODEL]     Env: THREADS (default nproc)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 model="${1:-$(bash scripts/fetch-model.sh | tail -n 1)}"
 threads="${THREADS:-$(nproc)}"
-lc="$root/build/llama.cpp"
-
-if [ ! -x "$lc/build/bin/llama-batched-bench" ]; then
-  mkdir -p "$lc"
-  tmp="$(mktemp -d)"
-  python3 -m pip download --quiet --no-deps --no-binary :all: -d "$tmp" llama-cpp-python==0.3.36
-  tar xzf "$tmp"/llama_cpp_python-0.3.36.tar.gz -C "$tmp"
-  rm -rf "$lc/src" && mv "$tmp/llama_cpp_python-0.3.36/vendor/llama.cpp" "$lc/src"
-  cmake -S "$lc/src" -B "$lc/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
-  cmake --build "$lc/build" -j "$threads" --target llama-bench llama-batched-bench
-fi
+lc_bin="$(bash "$root/bench/build_llama_cpp.sh")"
 
 echo "== tandem (threads=$threads)"
 ours="$(build/bin/tandem-engine-bench --model "$model" --threads "$threads" \
   --prefill_len 512 --prompt_len 128 --decode_len 128 --batch_sizes 1,16,64)"
 echo "$ours"
 echo "== llama.cpp llama-bench (pp512, tg128)"
-"$lc/build/bin/llama-bench" -m "$model" -t "$threads" -p 512 -n 128 -r 3 -o json > build/llama-bench.json
+"$lc_bin/llama-bench" -m "$model" -t "$threads" -p 512 -n 128 -r 3 -o json > build/llama-bench.json
 echo "== llama.cpp llama-batched-bench (npp 128, ntg 128, npl 1,16,64)"
-"$lc/build/bin/llama-batched-bench" -m "$model" -t "$threads" -c 20000 -b 2048 -ub 512 \
+"$lc_bin/llama-batched-bench" -m "$model" -t "$threads" -c 20000 -b 2048 -ub 512 \
   -npp 128 -ntg 128 -npl 1,16,64 --output-format jsonl 2>/dev/null | grep '^{' > build/llama-batched-bench.jsonl
 
 python3 - "$ours" <<'PY'

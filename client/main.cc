@@ -121,6 +121,14 @@ ABSL_FLAG(std::string, config, "",
 ABSL_FLAG(std::optional<std::string>, system, std::nullopt, "The system prompt");
 ABSL_FLAG(std::string, service, "", "The service name to check (default: the server)");
 ABSL_FLAG(double, request_rate, 0, "Poisson arrivals per second (instead of --concurrency)");
+ABSL_FLAG(std::string, backend, "tandem",
+          "bench: tandem (gRPC to --addr) or openai (any OpenAI-compatible HTTP server at --url)");
+ABSL_FLAG(std::string, url, "", "bench --backend openai: the server's http://HOST:PORT/v1");
+ABSL_FLAG(int32_t, vocab_size, 0,
+          "bench --backend openai: random prompt ids are drawn below this (0: 32000)");
+ABSL_FLAG(std::vector<std::string>, goodput, {},
+          "bench: SLOs a request must meet to count as goodput, comma-separated "
+          "ttft:MS,tpot:MS,e2e:MS");
 ABSL_FLAG(int32_t, num_requests, 100, "Requests to send");
 ABSL_FLAG(int32_t, input_len, 128, "Random prompt length in tokens");
 ABSL_FLAG(int32_t, output_len, 128, "Tokens generated per request");
@@ -171,9 +179,14 @@ tandem::Program TandemProgram() {
       {"chat", "--addr HOST:PORT [--system TEXT] [sampling flags] < MESSAGES",
        "A multi-turn chat with a coordinator: one user message a line on stdin; /reset, /exit",
        Join({{{"addr", "The coordinator's HOST:PORT"}, {"system"}}, sampling, {deadline}})},
-      {"bench", "--addr HOST:PORT (--concurrency C | --request-rate R) [flags]",
-       "Load a coordinator with generated or --dataset requests; report latency and throughput",
-       {{"addr", "The coordinator's HOST:PORT"},
+      {"bench",
+       "(--addr HOST:PORT | --backend openai --url http://HOST:PORT/v1) (--concurrency C | "
+       "--request-rate R) [flags]",
+       "Load a coordinator (or any OpenAI-compatible server) with generated or --dataset "
+       "requests; report latency, throughput and goodput",
+       {{"addr", "The coordinator's HOST:PORT"}, {"backend"}, {"url"},
+        {"model", "--backend openai: the model name sent (default: the server's first)"},
+        {"vocab_size"}, {"goodput"},
         {"concurrency", "Closed loop: requests in flight at once"}, {"request_rate"},
         {"num_requests"}, {"input_len"}, {"output_len"}, {"dataset"}, {"shared_prefix_len"},
         {"seed", "Seed of the random prompts and arrival gaps (-1: 0)"},
@@ -296,7 +309,18 @@ int Health() {
 
 int Bench() {
   tandem::client::BenchOptions b;
+  b.backend = absl::GetFlag(FLAGS_backend);
   b.addr = absl::GetFlag(FLAGS_addr);
+  b.url = absl::GetFlag(FLAGS_url);
+  b.model = absl::GetFlag(FLAGS_model);
+  b.vocab_size = absl::GetFlag(FLAGS_vocab_size);
+  absl::StatusOr<std::vector<tandem::client::LatencySlo>> slos =
+      tandem::client::ParseGoodput(absl::GetFlag(FLAGS_goodput));
+  if (!slos.ok()) {
+    std::fprintf(stderr, "tandem bench: %s\n", std::string(slos.status().message()).c_str());
+    return 1;
+  }
+  b.goodput = *std::move(slos);
   b.concurrency = absl::GetFlag(FLAGS_concurrency);
   b.request_rate = absl::GetFlag(FLAGS_request_rate);
   b.num_requests = absl::GetFlag(FLAGS_num_requests);

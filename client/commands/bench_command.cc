@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -15,11 +17,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "client/bench_request.h"
 #include "client/bench_stats.h"
 #include "client/bench_workload.h"
 #include "client/command_failure.h"
 #include "client/inference_client.h"
+#include "client/openai_bench_client.h"
 #include "client/step_overhead.h"
 #include "nlohmann/json.hpp"
 
@@ -37,22 +42,16 @@ constexpr double kMaxRequestRate = 1e6;
 // all are busy is sent when one frees; its latency counts from then).
 constexpr int32_t kMaxRateWorkers = 1024;
 constexpr int32_t kModelInfoTimeoutS = 30;
+// Random prompts for an OpenAI server draw ids below this unless --vocab-size
+// says otherwise: every vocabulary tandem and its peers serve has at least
+// this many tokens.
+constexpr int32_t kDefaultOpenAiVocab = 32000;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// What one request measured on the client.
-struct RequestRecord {
-  bool ok = false;
-  std::string error;
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
-  double ttft_s = 0;  // send → first token (only when output_tokens > 0)
-  double e2e_s = 0;   // send → end of stream
-  std::vector<double> itl_s;  // gaps between successive token-carrying messages
-};
 
-RequestRecord RunRequest(pb::Inference::Stub& stub, const JsonRequest& request,
-                         int32_t timeout_s) {
+RequestRecord RunGrpcRequest(pb::Inference::Stub& stub, const JsonRequest& request,
+                             int32_t timeout_s) {
   RequestRecord rec;
   const pb::GenerateRequest proto = GenerateRequestProto(request);
   grpc::ClientContext context;
@@ -93,7 +92,21 @@ RequestRecord RunRequest(pb::Inference::Stub& stub, const JsonRequest& request,
 }
 
 absl::Status Validate(const BenchOptions& o) {
-  if (o.addr.empty()) return absl::InvalidArgumentError("--addr HOST:PORT is required");
+  if (o.backend != "tandem" && o.backend != "openai") {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--backend '%s' must be tandem or openai", o.backend));
+  }
+  if (o.backend == "tandem" && o.addr.empty()) {
+    return absl::InvalidArgumentError("--addr HOST:PORT is required (--backend tandem)");
+  }
+  if (o.backend == "openai" && o.url.empty()) {
+    return absl::InvalidArgumentError("--url http://HOST:PORT/v1 is required (--backend openai)");
+  }
+  if (o.vocab_size < 0 || (o.vocab_size > 0 && o.vocab_size <= kMinRandomTokenId)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--vocab-size %d is out of range: must be 0 (default) or > %d", o.vocab_size,
+        kMinRandomTokenId));
+  }
   const bool closed = o.concurrency != 0;
   const bool open = o.request_rate != 0;
   if (closed == open) {
@@ -133,7 +146,7 @@ absl::Status Validate(const BenchOptions& o) {
 
 // Closed loop: `concurrency` clients, each sending its next request when the
 // previous one ends.
-void RunClosedLoop(pb::Inference::Stub& stub, const std::vector<JsonRequest>& requests,
+void RunClosedLoop(const RequestRunner& run, const std::vector<JsonRequest>& requests,
                    const BenchOptions& o, std::vector<RequestRecord>& records) {
   std::atomic<size_t> next{0};
   std::vector<std::thread> threads;
@@ -141,7 +154,7 @@ void RunClosedLoop(pb::Inference::Stub& stub, const std::vector<JsonRequest>& re
   for (size_t t = 0; t < num_threads; ++t) {
     threads.emplace_back([&] {
       for (size_t i = next.fetch_add(1); i < requests.size(); i = next.fetch_add(1)) {
-        records[i] = RunRequest(stub, requests[i], o.timeout_s);
+        records[i] = run(requests[i]);
       }
     });
   }
@@ -150,7 +163,7 @@ void RunClosedLoop(pb::Inference::Stub& stub, const std::vector<JsonRequest>& re
 
 // Open loop: request i is released at the sum of i + 1 exponential gaps of
 // mean 1 / request_rate (a Poisson process), whatever the server's pace.
-void RunOpenLoop(pb::Inference::Stub& stub, const std::vector<JsonRequest>& requests,
+void RunOpenLoop(const RequestRunner& run, const std::vector<JsonRequest>& requests,
                  const BenchOptions& o, std::vector<RequestRecord>& records) {
   std::mutex mu;
   std::condition_variable cv;
@@ -169,7 +182,7 @@ void RunOpenLoop(pb::Inference::Stub& stub, const std::vector<JsonRequest>& requ
           i = released.front();
           released.pop_front();
         }
-        records[i] = RunRequest(stub, requests[i], o.timeout_s);
+        records[i] = run(requests[i]);
       }
     });
   }
@@ -245,6 +258,55 @@ json SpeculationJson(const std::optional<StepOverhead>& o) {
           {"tokens_per_round", 1.0 + static_cast<double>(o->num_accepted_tokens) / rounds}};
 }
 
+// A request's latencies in ms (tpot null below two tokens).
+struct Latencies {
+  double ttft_ms, tpot_ms, e2e_ms;
+  bool has_tpot;
+};
+
+Latencies LatenciesOf(const RequestRecord& r) {
+  const bool has_tpot = r.output_tokens > 1;
+  return {r.ttft_s * 1e3,
+          has_tpot ? (r.e2e_s - r.ttft_s) * 1e3 / static_cast<double>(r.output_tokens - 1) : 0.0,
+          r.e2e_s * 1e3, has_tpot};
+}
+
+// Requests that completed and met every SLO; null without SLOs.
+json GoodputJson(const std::vector<LatencySlo>& slos, const std::vector<RequestRecord>& records,
+                 double duration_s) {
+  if (slos.empty()) return nullptr;
+  int64_t good = 0;
+  for (const RequestRecord& r : records) {
+    if (!r.ok) continue;
+    const Latencies l = LatenciesOf(r);
+    bool meets = true;
+    for (const LatencySlo& s : slos) {
+      const double v = s.metric == "ttft" ? l.ttft_ms : s.metric == "tpot" ? l.tpot_ms : l.e2e_ms;
+      meets &= v <= s.ms;
+    }
+    good += meets;
+  }
+  json targets = json::object();
+  for (const LatencySlo& s : slos) targets[s.metric + "_ms"] = s.ms;
+  return {{"slos", targets},
+          {"num_good", good},
+          {"requests_per_s", static_cast<double>(good) / duration_s},
+          {"fraction", records.empty() ? 0.0 : static_cast<double>(good) / records.size()}};
+}
+
+json RequestsJson(const std::vector<RequestRecord>& records) {
+  json out = json::array();
+  for (const RequestRecord& r : records) {
+    const Latencies l = LatenciesOf(r);
+    out.push_back({{"ok", r.ok},
+                   {"output_tokens", r.output_tokens},
+                   {"ttft_ms", l.ttft_ms},
+                   {"tpot_ms", l.has_tpot ? json(l.tpot_ms) : json(nullptr)},
+                   {"e2e_ms", l.e2e_ms}});
+  }
+  return out;
+}
+
 json SummaryJson(const LatencySummary& s) {
   return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
 }
@@ -289,7 +351,12 @@ json Report(const BenchOptions& o, const std::vector<RequestRecord>& records, do
   j["e2e_ms"] = SummaryJson(ToMs(e2e));
   j["step_overhead"] = StepOverheadJson(overhead);
   j["speculation"] = SpeculationJson(overhead);
-  j["options"] = {{"addr", o.addr},
+  j["goodput"] = GoodputJson(o.goodput, records, d);
+  j["requests"] = RequestsJson(records);
+  j["options"] = {{"backend", o.backend},
+                  {"url", o.url},
+                  {"model", o.model},
+                  {"addr", o.addr},
                   {"concurrency", o.concurrency},
                   {"request_rate", o.request_rate},
                   {"num_requests", o.num_requests},
@@ -334,6 +401,12 @@ void PrintTable(const json& r) {
     std::printf("%-32s %.2f %%\n", "Coordinator<->worker overhead:",
                 100.0 * so["overhead_share"].get<double>());
   }
+  const json& gp = r["goodput"];
+  if (!gp.is_null()) {
+    std::printf("%-32s %lld (%.3f req/s, %.1f %%)\n", "Goodput (requests in SLO):",
+                gp["num_good"].get<long long>(), gp["requests_per_s"].get<double>(),
+                100.0 * gp["fraction"].get<double>());
+  }
   const json& sp = r["speculation"];
   if (!sp.is_null()) {
     std::printf("%-32s %lld rounds, %.1f %% accepted, %.2f tokens/round\n", "Speculation:",
@@ -350,20 +423,19 @@ int Fail(const absl::Status& status) { return CommandFailed("bench", status); }
 // The requests to send: from --dataset, else random prompts of the
 // options' lengths over the served vocabulary (INVALID_ARGUMENT when they
 // exceed the model's context length).
-absl::StatusOr<std::vector<JsonRequest>> MakeRequests(const BenchOptions& o,
-                                                      const pb::ModelInfoResponse& info) {
+absl::StatusOr<std::vector<JsonRequest>> MakeRequests(const BenchOptions& o, int32_t vocab_size,
+                                                      int32_t context_length) {
   if (!o.dataset.empty()) return DatasetRequests(o.dataset, o.num_requests, o.output_len);
-  if (info.context_length() > 0 &&
-      static_cast<int64_t>(o.input_len) + o.output_len > info.context_length()) {
+  if (context_length > 0 && static_cast<int64_t>(o.input_len) + o.output_len > context_length) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--input-len %d + --output-len %d exceeds the model's context length %d", o.input_len,
-        o.output_len, info.context_length()));
+        o.output_len, context_length));
   }
   return RandomRequests({.num_requests = o.num_requests,
                          .input_len = o.input_len,
                          .output_len = o.output_len,
                          .shared_prefix_len = o.shared_prefix_len,
-                         .vocab_size = info.vocab_size(),
+                         .vocab_size = vocab_size,
                          .seed = o.seed});
 }
 
@@ -396,6 +468,67 @@ void ReportFirstFailure(const json& report, const std::vector<RequestRecord>& re
 
 }  // namespace
 
+absl::StatusOr<std::vector<LatencySlo>> ParseGoodput(const std::vector<std::string>& items) {
+  std::vector<LatencySlo> slos;
+  for (const std::string& item : items) {
+    const size_t colon = item.find(':');
+    LatencySlo slo;
+    slo.metric = item.substr(0, colon);
+    const bool known = slo.metric == "ttft" || slo.metric == "tpot" || slo.metric == "e2e";
+    if (colon == std::string::npos || !known ||
+        !absl::SimpleAtod(item.substr(colon + 1), &slo.ms) || !(slo.ms > 0)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--goodput item '%s' must be ttft:MS, tpot:MS or e2e:MS with MS > 0", item));
+    }
+    slos.push_back(slo);
+  }
+  return slos;
+}
+
+namespace {
+
+// Where a run's requests go: how one is sent, the vocabulary and context
+// for random prompts, and (tandem only) the step counters afterwards.
+struct Backend {
+  RequestRunner run;
+  int32_t vocab_size = 0;
+  int32_t context_length = 0;
+  std::function<std::optional<StepOverhead>()> overhead;  // empty: none
+};
+
+absl::StatusOr<Backend> ConnectTandem(const BenchOptions& o) {
+  std::shared_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
+  auto info = std::make_shared<pb::ModelInfoResponse>();
+  if (grpc::Status status = GetModelInfo(*stub, o, info.get()); !status.ok()) {
+    return absl::UnavailableError(absl::StrFormat("cannot reach the coordinator at %s: %s",
+                                                  o.addr, DescribeGrpcStatus(status)));
+  }
+  Backend b;
+  b.run = [stub, timeout_s = o.timeout_s](const JsonRequest& r) {
+    return RunGrpcRequest(*stub, r, timeout_s);
+  };
+  b.vocab_size = info->vocab_size();
+  b.context_length = info->context_length();
+  b.overhead = [stub, info, &o] { return OverheadSince(*stub, o, *info); };
+  return b;
+}
+
+absl::StatusOr<Backend> ConnectOpenAi(const BenchOptions& o) {
+  absl::StatusOr<OpenAiTarget> target = ParseOpenAiUrl(o.url);
+  if (!target.ok()) return target.status();
+  target->model = o.model;
+  if (absl::Status s = QueryOpenAiModel(*target, kModelInfoTimeoutS); !s.ok()) return s;
+  Backend b;
+  b.run = [t = *target, timeout_s = o.timeout_s](const JsonRequest& r) {
+    return RunOpenAiRequest(t, r, timeout_s);
+  };
+  b.vocab_size = o.vocab_size > 0 ? o.vocab_size : kDefaultOpenAiVocab;
+  b.context_length = target->context_length;
+  return b;
+}
+
+}  // namespace
+
 int BenchCommand(const BenchOptions& o) {
   if (absl::Status s = Validate(o); !s.ok()) return Fail(s);
   // Open the report first so a bad path fails before the run, not after.
@@ -404,25 +537,23 @@ int BenchCommand(const BenchOptions& o) {
     out.open(o.out);
     if (!out) return Fail(absl::StrFormat("cannot write report file '%s'", o.out));
   }
-  std::unique_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
-  pb::ModelInfoResponse info;
-  if (grpc::Status status = GetModelInfo(*stub, o, &info); !status.ok()) {
-    return Fail(absl::StrFormat("cannot reach the coordinator at %s: %s", o.addr,
-                                DescribeGrpcStatus(status)));
-  }
-  absl::StatusOr<std::vector<JsonRequest>> requests = MakeRequests(o, info);
+  absl::StatusOr<Backend> backend = o.backend == "openai" ? ConnectOpenAi(o) : ConnectTandem(o);
+  if (!backend.ok()) return Fail(backend.status());
+  absl::StatusOr<std::vector<JsonRequest>> requests =
+      MakeRequests(o, backend->vocab_size, backend->context_length);
   if (!requests.ok()) return Fail(requests.status());
 
   std::vector<RequestRecord> records(requests->size());
   const Clock::time_point start = Clock::now();
   if (o.concurrency > 0) {
-    RunClosedLoop(*stub, *requests, o, records);
+    RunClosedLoop(backend->run, *requests, o, records);
   } else {
-    RunOpenLoop(*stub, *requests, o, records);
+    RunOpenLoop(backend->run, *requests, o, records);
   }
   const double duration_s = Seconds(Clock::now() - start);
 
-  const json report = Report(o, records, duration_s, OverheadSince(*stub, o, info));
+  const json report = Report(o, records, duration_s,
+                             backend->overhead ? backend->overhead() : std::nullopt);
   PrintTable(report);
   ReportFirstFailure(report, records);
   if (out.is_open()) {
