@@ -26,6 +26,7 @@
 #include "client/inference_client.h"
 #include "client/openai_bench_client.h"
 #include "client/step_overhead.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace tandem::client {
@@ -91,7 +92,8 @@ RequestRecord RunGrpcRequest(pb::Inference::Stub& stub, const JsonRequest& reque
   return rec;
 }
 
-absl::Status Validate(const BenchOptions& o) {
+// --backend and where it points.
+absl::Status ValidateTarget(const BenchOptions& o) {
   if (o.backend != "tandem" && o.backend != "openai") {
     return absl::InvalidArgumentError(
         absl::StrFormat("--backend '%s' must be tandem or openai", o.backend));
@@ -107,6 +109,11 @@ absl::Status Validate(const BenchOptions& o) {
         "--vocab-size %d is out of range: must be 0 (default) or > %d", o.vocab_size,
         kMinRandomTokenId));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Validate(const BenchOptions& o) {
+  RETURN_IF_ERROR(ValidateTarget(o));
   const bool closed = o.concurrency != 0;
   const bool open = o.request_rate != 0;
   if (closed == open) {
