@@ -44,6 +44,10 @@ class ProcessMetrics final : public HttpHandler {
 
   void OnCall(const CallTimings& timings);
   void OnCallError();
+  // OnCall(timings) when `ok`, else OnCallError().
+  void OnCallDone(bool ok, const CallTimings& timings) {
+    ok ? OnCall(timings) : OnCallError();
+  }
   void SetSequences(int64_t n);
   void SetServing(bool serving);
   // The Prometheus text exposition.

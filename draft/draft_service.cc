@@ -29,12 +29,9 @@ grpc::Status DraftService::Propose(grpc::ServerContext* context,
                                    tandem::v1::ProposeResponse* response) {
   grpc::Status status = ProposeUncounted(*request, response);
   if (metrics_ != nullptr) {
-    if (status.ok()) {
-      const tandem::v1::StepTimings& t = response->timings();
-      metrics_->OnCall({t.total_ms(), t.forward_ms(), t.sample_ms(), t.num_tokens()});
-    } else {
-      metrics_->OnCallError();
-    }
+    const tandem::v1::StepTimings& t = response->timings();
+    metrics_->OnCallDone(status.ok(),
+                         {t.total_ms(), t.forward_ms(), t.sample_ms(), t.num_tokens()});
     absl::MutexLock lock(&mutex_);
     metrics_->SetSequences(proposer_->num_sequences());
   }

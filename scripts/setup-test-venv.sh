@@ -3,8 +3,9 @@
 # run in (tests/integration/), with grpcio, grpcio-tools (the stubs of proto/
 # are generated with its protoc at test time), grpcio-health-checking
 # (grpc.health.v1) and protobuf, the `openai` SDK (the HTTP API's tests) and
-# prometheus-client (its /metrics parser), pinned, from PyPI. Idempotent: pip runs only
-# when the venv is missing or broken or the pins changed since it last ran.
+# prometheus-client (its /metrics parser), pinned, from PyPI. Idempotent
+# (scripts/pinned_venv.sh): pip runs only when the venv is missing or broken
+# or the pins changed since it last ran.
 # CTest runs this before the integration tests (the test_venv fixture), so
 # scripts/test.sh and a plain `ctest --test-dir build` both set it up.
 # Usage: scripts/setup-test-venv.sh   Prints the venv's python.
@@ -22,20 +23,6 @@ pins=(
   openai==3.57.0
   prometheus-client==0.26.0
 )
-stamp="$venv/pins.txt"
-wanted="$(printf '%s\n' "${pins[@]}")"
-ready() { "$venv/bin/python" -c "" 2>/dev/null && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; }
-if ! ready; then
-  # Locking this script keeps two test runs of one tree from installing at once.
-  exec 9<"${BASH_SOURCE[0]}"
-  flock 9
-  if ! ready; then
-    if ! "$venv/bin/python" -c "" 2>/dev/null; then
-      rm -rf "$venv"
-      python3 -m venv "$venv"
-    fi
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "${pins[@]}" >&2
-    printf '%s\n' "$wanted" >"$stamp"
-  fi
-fi
+source "$root/scripts/pinned_venv.sh"
+pinned_venv "$venv" "" "${pins[@]}"
 echo "$venv/bin/python"

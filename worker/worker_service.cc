@@ -98,12 +98,9 @@ grpc::Status TargetWorkerService::Step(grpc::ServerContext* context,
   grpc::Status status = OnMpiThread(
       [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return StepLocked(*request, response); });
   if (metrics_ != nullptr) {
-    if (status.ok()) {
-      const tandem::v1::StepTimings& t = response->timings();
-      metrics_->OnCall({t.total_ms(), t.forward_ms(), t.sample_ms(), t.num_tokens()});
-    } else {
-      metrics_->OnCallError();
-    }
+    const tandem::v1::StepTimings& t = response->timings();
+    metrics_->OnCallDone(status.ok(),
+                         {t.total_ms(), t.forward_ms(), t.sample_ms(), t.num_tokens()});
     metrics_->SetSequences(num_sequences_.load());
   }
   return status;

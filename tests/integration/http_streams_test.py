@@ -20,10 +20,8 @@ import os
 import resource
 import time
 import unittest
-import urllib.request
 
-from prometheus_client.parser import text_string_to_metric_families
-
+from metrics_scrape import scrape
 from server_process import Server
 
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
@@ -34,10 +32,9 @@ DEADLINE_S = 600
 
 
 def gauges(address):
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=30) as r:
-        text = r.read().decode()
-    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples
-            if not s.labels.keys() - {"model_name"}}
+    """The coordinator's metrics without labels (but model_name), by name."""
+    return {name: value for (name, labels), value in scrape(f"http://{address}/metrics").items()
+            if not labels}
 
 
 def threads_of(pid):

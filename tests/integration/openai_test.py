@@ -32,9 +32,8 @@ import time
 import unittest
 
 import openai
-from prometheus_client.parser import text_string_to_metric_families
-
 import generation_check
+import metrics_scrape
 from grpc_channel import model_info
 from server_process import Server
 from stream_client import generate_concurrently
@@ -270,16 +269,8 @@ class OpenAiApiTest(unittest.TestCase):
 
 
 def scrape(address):
-    """{(sample name, frozenset of labels without model_name): value} of /metrics,
-    parsed by prometheus_client."""
-    status, text, _ = http_request(address, "GET", "/metrics")
-    assert status == 200, text
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = frozenset((k, v) for k, v in sample.labels.items() if k != "model_name")
-            out[(sample.name, labels)] = sample.value
-    return out
+    """metrics_scrape.samples() of the coordinator's /metrics."""
+    return metrics_scrape.scrape(f"http://{address}/metrics")
 
 
 class MetricsTest(unittest.TestCase):

@@ -17,8 +17,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from prometheus_client.parser import text_string_to_metric_families
-
+from metrics_scrape import scrape
 from server_process import Server
 
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
@@ -37,18 +36,6 @@ def metrics_url(server, name):
             return m.group(1)
         time.sleep(0.1)
     raise AssertionError(f"{name} announced no metrics address: {server.stderr()[-2000:]}")
-
-
-def scrape(url):
-    """{(sample name, frozenset of labels without model_name): value}."""
-    with urllib.request.urlopen(url, timeout=30) as r:
-        text = r.read().decode()
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            labels = frozenset((k, v) for k, v in s.labels.items() if k != "model_name")
-            out[(s.name, labels)] = s.value
-    return out
 
 
 def status_of(url, method="GET"):
