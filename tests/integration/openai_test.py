@@ -64,6 +64,13 @@ def http_request(address, method, path, body=None, headers=None, timeout=60):
         conn.close()
 
 
+def sdk_client(server):
+    """An openai SDK client of `server`'s HTTP API (no retries) and the model it serves."""
+    client = openai.OpenAI(base_url=f"http://{server.http_address}/v1", api_key="unused",
+                           timeout=TIMEOUT, max_retries=0)
+    return client, client.models.list().data[0].id
+
+
 def token_ids(logprob_tokens):
     """The ids of logprobs entries named "token_id:N"."""
     return [int(t.split(":", 1)[1]) for t in logprob_tokens]
@@ -277,9 +284,7 @@ class MetricsTest(unittest.TestCase):
     def test_counters_equal_the_workload(self):
         server = start_coordinator()
         try:
-            client = openai.OpenAI(base_url=f"http://{server.http_address}/v1",
-                                   api_key="unused", timeout=TIMEOUT, max_retries=0)
-            model = client.models.list().data[0].id
+            client, model = sdk_client(server)
             before = scrape(server.http_address)
             self.assertEqual(before[("vllm:num_requests_running", frozenset())], 0)
             prompt_tokens = generated = 0
@@ -330,9 +335,7 @@ class DrainTest(unittest.TestCase):
     def test_ready_is_503_from_sigterm_while_a_stream_finishes(self):
         server = start_coordinator()
         try:
-            client = openai.OpenAI(base_url=f"http://{server.http_address}/v1",
-                                   api_key="unused", timeout=TIMEOUT, max_retries=0)
-            model = client.models.list().data[0].id
+            client, model = sdk_client(server)
             stream = client.completions.create(model=model, prompt="Count:", max_tokens=120,
                                                temperature=0, stream=True,
                                                extra_body={"ignore_eos": True})
