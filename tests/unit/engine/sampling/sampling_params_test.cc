@@ -119,6 +119,11 @@ TEST(SamplingParamsTest, LogprobsAndN) {
   p.logprobs = -1;
   EXPECT_TRUE(IsInvalid(p, {"logprobs -1", "[0, 20]"}));
   p = SamplingParams();
+  p.prompt_logprobs = 21;
+  EXPECT_TRUE(IsInvalid(p, {"prompt_logprobs 21", "[0, 20]"}));
+  p.prompt_logprobs = -2;
+  EXPECT_TRUE(IsInvalid(p, {"prompt_logprobs -2", "-1 (none)"}));
+  p = SamplingParams();
   p.n = 0;
   EXPECT_TRUE(IsInvalid(p, {"n 0 is out of range", "[1, 128]"}));
   p.n = 129;
