@@ -148,6 +148,23 @@ std::vector<TakenFlag> Join(std::initializer_list<std::vector<TakenFlag>> groups
 }
 
 // The subcommands and the flags each takes, in the order --help lists them.
+// `tandem bench`'s entry of the command table.
+tandem::Command BenchCommandSpec() {
+  return {"bench",
+          "(--addr HOST:PORT | --backend openai --url http://HOST:PORT/v1) (--concurrency C | "
+          "--request-rate R) [flags]",
+          "Load a coordinator (or any OpenAI-compatible server) with generated or --dataset "
+          "requests; report latency, throughput and goodput",
+          {{"addr", "The coordinator's HOST:PORT"}, {"backend"}, {"url"},
+           {"model", "--backend openai: the model name sent (default: the server's first)"},
+           {"vocab_size"}, {"goodput"},
+           {"concurrency", "Closed loop: requests in flight at once"}, {"request_rate"},
+           {"num_requests"}, {"input_len"}, {"output_len"}, {"dataset"}, {"shared_prefix_len"},
+           {"seed", "Seed of the random prompts and arrival gaps (-1: 0)"},
+           {"out", "JSON report path"},
+           {"timeout_s", "Per-request deadline in seconds (-1: 600; 0: none)"}}};
+}
+
 tandem::Program TandemProgram() {
   const std::vector<TakenFlag> prompt = {{"prompt"}, {"chat"}, {"prompt_ids"}, {"requests"}};
   const std::vector<TakenFlag> sampling = {
@@ -179,19 +196,7 @@ tandem::Program TandemProgram() {
       {"chat", "--addr HOST:PORT [--system TEXT] [sampling flags] < MESSAGES",
        "A multi-turn chat with a coordinator: one user message a line on stdin; /reset, /exit",
        Join({{{"addr", "The coordinator's HOST:PORT"}, {"system"}}, sampling, {deadline}})},
-      {"bench",
-       "(--addr HOST:PORT | --backend openai --url http://HOST:PORT/v1) (--concurrency C | "
-       "--request-rate R) [flags]",
-       "Load a coordinator (or any OpenAI-compatible server) with generated or --dataset "
-       "requests; report latency, throughput and goodput",
-       {{"addr", "The coordinator's HOST:PORT"}, {"backend"}, {"url"},
-        {"model", "--backend openai: the model name sent (default: the server's first)"},
-        {"vocab_size"}, {"goodput"},
-        {"concurrency", "Closed loop: requests in flight at once"}, {"request_rate"},
-        {"num_requests"}, {"input_len"}, {"output_len"}, {"dataset"}, {"shared_prefix_len"},
-        {"seed", "Seed of the random prompts and arrival gaps (-1: 0)"},
-        {"out", "JSON report path"},
-        {"timeout_s", "Per-request deadline in seconds (-1: 600; 0: none)"}}},
+      BenchCommandSpec(),
       {"up", "--model PATH [--tp N] [--port P] [--draft-model PATH | --no-draft] [flags]",
        "A local cluster in the foreground: a worker group, a draft worker and a coordinator",
        {{"model"}, {"tp"}, {"port"}, {"http_port"}, {"draft_model"}, {"no_draft"},

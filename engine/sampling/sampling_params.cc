@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace tandem::sampling {
 namespace {
@@ -57,6 +58,30 @@ int64_t FirstInvalidUtf8(std::string_view s) {
   return -1;
 }
 
+// stop_token_ids in the vocabulary; stop strings non-empty valid UTF-8.
+absl::Status ValidateStops(const SamplingParams& p, int32_t vocab_size) {
+  for (size_t i = 0; i < p.stop_token_ids.size(); ++i) {
+    const int32_t id = p.stop_token_ids[i];
+    if (id < 0 || id >= vocab_size) {
+      return OutOfRange(absl::StrCat("stop_token_ids[", i, "]"), int64_t{id},
+                        absl::StrCat("in [0, vocab_size) = [0, ", vocab_size, ")"));
+    }
+  }
+  for (size_t i = 0; i < p.stop.size(); ++i) {
+    if (p.stop[i].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stop[", i, "] is empty: stop strings must be at least 1 byte"));
+    }
+    const int64_t bad = FirstInvalidUtf8(p.stop[i]);
+    if (bad >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stop[", i, "] is not valid UTF-8 at byte ", bad, " of ", p.stop[i].size(),
+          ": stop strings must be valid UTF-8"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateSamplingParams(const SamplingParams& p, int32_t vocab_size) {
@@ -90,25 +115,7 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int32_t vocab_size)
     return OutOfRange("min_tokens", int64_t{p.min_tokens},
                       absl::StrCat("in [0, max_tokens] = [0, ", p.max_tokens, "]"));
   }
-  for (size_t i = 0; i < p.stop_token_ids.size(); ++i) {
-    const int32_t id = p.stop_token_ids[i];
-    if (id < 0 || id >= vocab_size) {
-      return OutOfRange(absl::StrCat("stop_token_ids[", i, "]"), int64_t{id},
-                        absl::StrCat("in [0, vocab_size) = [0, ", vocab_size, ")"));
-    }
-  }
-  for (size_t i = 0; i < p.stop.size(); ++i) {
-    if (p.stop[i].empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("stop[", i, "] is empty: stop strings must be at least 1 byte"));
-    }
-    const int64_t bad = FirstInvalidUtf8(p.stop[i]);
-    if (bad >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "stop[", i, "] is not valid UTF-8 at byte ", bad, " of ", p.stop[i].size(),
-          ": stop strings must be valid UTF-8"));
-    }
-  }
+  RETURN_IF_ERROR(ValidateStops(p, vocab_size));
   if (p.logprobs < 0 || p.logprobs > kMaxLogprobs) {
     return OutOfRange("logprobs", int64_t{p.logprobs}, absl::StrCat("in [0, ", kMaxLogprobs, "]"));
   }

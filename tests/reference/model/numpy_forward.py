@@ -24,6 +24,20 @@ from gguf.quants import dequantize
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def prompt_logprobs(all_logits, ids):
+    """Per prompt position p >= 1: ids[p]'s log_softmax at row p - 1 (float64)
+    and that row's two most likely tokens."""
+    m = all_logits.max(-1, keepdims=True)
+    logp = all_logits - m - np.log(np.exp(all_logits - m).sum(-1, keepdims=True))
+    positions = []
+    for p in range(1, len(ids)):
+        row = logp[p - 1]
+        top = np.argsort(-row, kind="stable")[:2]
+        positions.append({"token": ids[p], "logprob": float(row[ids[p]]),
+                          "top2": [[int(i), float(row[i])] for i in top]})
+    return positions
+
+
 def main():
     r = GGUFReader(sys.argv[1])
     f = {k: v for k, v in r.fields.items()}
@@ -80,16 +94,8 @@ def main():
             u = h @ t[p + "ffn_up.weight"].T
             x = x + (g / (1 + np.exp(-g)) * u) @ t[p + "ffn_down.weight"].T
         all_logits = rms(x, t["output_norm.weight"]) @ out_w.T  # [T, vocab]
-        m = all_logits.max(-1, keepdims=True)
-        logp = all_logits - m - np.log(np.exp(all_logits - m).sum(-1, keepdims=True))
-        positions = []
-        for p_ in range(1, T):
-            row = logp[p_ - 1]
-            top = np.argsort(-row, kind="stable")[:2]
-            positions.append({"token": ids[p_], "logprob": float(row[ids[p_]]),
-                              "top2": [[int(i), float(row[i])] for i in top]})
         prompt_out.write(json.dumps({"prompt_index": idx, "prompt_ids": ids,
-                                     "positions": positions}) + "\n")
+                                     "positions": prompt_logprobs(all_logits, ids)}) + "\n")
         logits = all_logits[-1]
         top = np.argsort(-logits, kind="stable")[:20]
         out.write(json.dumps({"prompt_index": idx, "prompt_ids": ids,
