@@ -1,6 +1,7 @@
 #include "coordinator/service/request_stream.h"
 
 #include <utility>
+#include <vector>
 
 namespace tandem::coordinator {
 
@@ -8,10 +9,16 @@ void RequestStream::PushDelta(const CompletionDelta& delta) {
   auto [it, inserted] = pending_.try_emplace(delta.index, delta);
   if (inserted) return;
   CompletionDelta& merged = it->second;
+  // The request's prompt logprobs come once, with its first delta: they
+  // outlive a replacing delta and merge into an entry that had none.
+  std::vector<PositionLogprobs> prompt_logprobs = std::move(merged.prompt_logprobs);
+  if (prompt_logprobs.empty()) prompt_logprobs = delta.prompt_logprobs;
   if (delta.replace) {
     merged = delta;
+    merged.prompt_logprobs = std::move(prompt_logprobs);
     return;
   }
+  merged.prompt_logprobs = std::move(prompt_logprobs);
   merged.text += delta.text;
   merged.token_ids.insert(merged.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
   merged.logprobs.insert(merged.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());

@@ -78,6 +78,22 @@ TEST(RequestStreamTest, ReplacingDeltaReplacesAndLaterDeltasAppendToIt) {
   EXPECT_EQ(batch.deltas[0].token_ids, (std::vector<int32_t>{5, 6, 7}));
 }
 
+// Beam search streams replacing deltas; the prompt logprobs of the
+// request's first delta must survive one that replaces it before a Take.
+TEST(RequestStreamTest, PromptLogprobsOutliveAReplacingDelta) {
+  RequestStream stream;
+  CompletionDelta first = Delta(0, "a", {1}, FinishReason::kNone, /*replace=*/true);
+  first.prompt_logprobs = {{5, -0.5f, {}}, {6, -0.25f, {}}};
+  stream.PushDelta(first);
+  stream.PushDelta(Delta(0, "ab", {1, 2}, FinishReason::kNone, /*replace=*/true));
+  stream.PushDelta(Delta(0, "c", {3}));
+  RequestStream::Batch batch = stream.Take();
+  ASSERT_EQ(batch.deltas.size(), 1u);
+  EXPECT_EQ(batch.deltas[0].text, "abc");
+  ASSERT_EQ(batch.deltas[0].prompt_logprobs.size(), 2u);
+  EXPECT_EQ(batch.deltas[0].prompt_logprobs[1].token, 6);
+}
+
 TEST(RequestStreamTest, FinishedOutputIsTakenOnceWithTheLastDeltas) {
   RequestStream stream;
   stream.PushDelta(Delta(0, "x", {1}));
