@@ -9,14 +9,20 @@ using nlohmann::json;
 
 namespace {
 
+// [{"token_id", "logprob"}...] of one position's alternatives.
+json AlternativesJson(const coordinator::PositionLogprobs& p) {
+  json alts = json::array();
+  for (const sampling::TokenLogprob& t : p.top) {
+    alts.push_back({{"token_id", t.token}, {"logprob", t.logprob}});
+  }
+  return alts;
+}
+
 json PromptLogprobsJson(std::span<const coordinator::PositionLogprobs> prompt_logprobs) {
   json positions = json::array({nullptr});
   for (const coordinator::PositionLogprobs& p : prompt_logprobs) {
-    json alts = json::array();
-    for (const sampling::TokenLogprob& t : p.top) {
-      alts.push_back({{"token_id", t.token}, {"logprob", t.logprob}});
-    }
-    positions.push_back({{"token_id", p.token}, {"logprob", p.logprob}, {"top_logprobs", alts}});
+    positions.push_back(
+        {{"token_id", p.token}, {"logprob", p.logprob}, {"top_logprobs", AlternativesJson(p)}});
   }
   return positions;
 }
@@ -38,11 +44,7 @@ json CompletionJson(std::span<const int32_t> prompt_token_ids,
     json positions = json::array();
     json chosen = json::array();
     for (const coordinator::PositionLogprobs& p : c.logprobs) {
-      json alts = json::array();
-      for (const sampling::TokenLogprob& t : p.top) {
-        alts.push_back({{"token_id", t.token}, {"logprob", t.logprob}});
-      }
-      positions.push_back(alts);
+      positions.push_back(AlternativesJson(p));
       chosen.push_back(p.logprob);
     }
     j["top_logprobs"] = positions;

@@ -271,11 +271,14 @@ struct Latencies {
   bool has_tpot;
 };
 
+// Time per output token after the first, in seconds (needs two tokens).
+double TpotSeconds(const RequestRecord& r) {
+  return (r.e2e_s - r.ttft_s) / static_cast<double>(r.output_tokens - 1);
+}
+
 Latencies LatenciesOf(const RequestRecord& r) {
   const bool has_tpot = r.output_tokens > 1;
-  return {r.ttft_s * 1e3,
-          has_tpot ? (r.e2e_s - r.ttft_s) * 1e3 / static_cast<double>(r.output_tokens - 1) : 0.0,
-          r.e2e_s * 1e3, has_tpot};
+  return {r.ttft_s * 1e3, has_tpot ? TpotSeconds(r) * 1e3 : 0.0, r.e2e_s * 1e3, has_tpot};
 }
 
 // Requests that completed and met every SLO; null without SLOs.
@@ -336,9 +339,7 @@ json Report(const BenchOptions& o, const std::vector<RequestRecord>& records, do
     output_tokens += r.output_tokens;
     e2e.push_back(r.e2e_s);
     if (r.output_tokens > 0) ttft.push_back(r.ttft_s);
-    if (r.output_tokens > 1) {
-      tpot.push_back((r.e2e_s - r.ttft_s) / static_cast<double>(r.output_tokens - 1));
-    }
+    if (r.output_tokens > 1) tpot.push_back(TpotSeconds(r));
     itl.insert(itl.end(), r.itl_s.begin(), r.itl_s.end());
   }
   const int64_t completed = static_cast<int64_t>(records.size()) - failed;

@@ -158,12 +158,13 @@ HttpResponse GenerationCall::CompleteResponse() {
   for (size_t p = 0; p < admitted_.size(); ++p) {
     const std::string prefix = options_.echo ? PromptText(p) : std::string();
     const RequestOutput& output = *admitted_[p].output;
+    const json echo_logprobs = EchoLogprobs(p, output.prompt_logprobs);
     for (size_t i = 0; i < output.completions.size(); ++i) {
       const Completion& c = output.completions[i];
       int64_t offset = static_cast<int64_t>(prefix.size());
       const int32_t index = static_cast<int32_t>(p) * options_.choices_per_prompt +
                             static_cast<int32_t>(i);
-      json logprobs = EchoLogprobs(p, output.prompt_logprobs);
+      json logprobs = echo_logprobs;
       if (options_.generate) {
         AppendLogprobs(logprobs, LogprobsJson(options_.header, tok, c.logprobs, &offset));
         completion_tokens += static_cast<int64_t>(c.token_ids.size());
@@ -200,10 +201,11 @@ void GenerationCall::AppendEchoEvents(size_t prompt, const RequestStream::Batch&
   }
   if (scored.empty() && batch.finished.has_value()) scored = batch.finished->prompt_logprobs;
   const std::string text = PromptText(prompt);
+  const json logprobs = EchoLogprobs(prompt, scored);
   for (int32_t i = 0; i < options_.choices_per_prompt; ++i) {
     const int32_t c = static_cast<int32_t>(prompt) * options_.choices_per_prompt + i;
-    json choice = ChunkChoiceJson(options_.header, c, text, /*role=*/false,
-                                  EchoLogprobs(prompt, scored), FinishReason::kNone);
+    json choice = ChunkChoiceJson(options_.header, c, text, /*role=*/false, logprobs,
+                                  FinishReason::kNone);
     events += SseEvent(ResponseObject(options_.header, /*chunk=*/true, json::array({choice})));
   }
 }

@@ -173,10 +173,11 @@ class Scheduler {
   worker::SequenceStep SequenceStepOf(const Sequence* seq) const;
   // The worker's announcement of a sequence it has not seen.
   worker::NewSequence NewSequenceOf(const Sequence* seq) const;
-  // Tokens `seq` may compute this step within `budget`: a prompt chunk of a
-  // request that scores its prompt is capped at kMaxPromptLogprobChunk
-  // (each of its tokens returns a row of logits).
-  static int32_t ChunkTokens(const Sequence* seq, int32_t budget);
+  // Tokens `seq`, with `computed` tokens in the cache, may compute this step
+  // within `budget`: a prompt chunk of a request that scores its prompt is
+  // capped at kMaxPromptLogprobChunk (each of its tokens returns a row of
+  // logits).
+  static int32_t ChunkTokens(const Sequence* seq, int32_t computed, int32_t budget);
   void Preempt(Sequence* seq);
   void ForkChildren(Sequence* parent);
   // Gives `child` (same tokens as `parent`) a new id sharing the parent's

@@ -59,16 +59,16 @@ void Scheduler::ScheduleRunning(ScheduledStep& step, int32_t& budget) {
   }
 }
 
-int32_t Scheduler::ChunkTokens(const Sequence* seq, int32_t budget) {
-  int32_t n = std::min(seq->target() - seq->num_computed, budget);
-  if (seq->request->request.params.prompt_logprobs >= 0 && seq->num_computed < seq->prompt_len) {
+int32_t Scheduler::ChunkTokens(const Sequence* seq, int32_t computed, int32_t budget) {
+  int32_t n = std::min(seq->target() - computed, budget);
+  if (seq->request->request.params.prompt_logprobs >= 0 && computed < seq->prompt_len) {
     n = std::min(n, kMaxPromptLogprobChunk);
   }
   return n;
 }
 
 bool Scheduler::TryScheduleRunning(ScheduledStep& step, Sequence* seq, int32_t& budget) {
-  const int32_t num_new = ChunkTokens(seq, budget);
+  const int32_t num_new = ChunkTokens(seq, seq->num_computed, budget);
   // A decoding sequence's drafts ride along with its token (verified by the
   // worker), as far as the budget allows.
   std::vector<int32_t> tokens(seq->tokens.begin() + seq->num_computed,
@@ -103,15 +103,14 @@ void Scheduler::ScheduleWaiting(ScheduledStep& step, int32_t& budget) {
     // A request that scores its prompt computes every position.
     const bool scores_prompt = seq->request->request.params.prompt_logprobs >= 0;
     const int32_t cached = kv_->AddSequence(seq->id, seq->tokens, !scores_prompt);
-    seq->num_computed = cached;
-    const int32_t num_new = ChunkTokens(seq, budget);
+    const int32_t num_new = ChunkTokens(seq, cached, budget);
     if (num_new > 0 && kv_->NumBlocksNeeded(seq->id, num_new) > kv_->num_free_blocks()) {
       kv_->Free(seq->id);
-      seq->num_computed = 0;
       return;
     }
     waiting_.pop_front();
     seq->status = SequenceStatus::kRunning;
+    seq->num_computed = cached;
     RequestState* r = seq->request;
     if (!r->admit_time) {
       r->admit_time = Clock::now();
