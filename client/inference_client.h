@@ -1,7 +1,8 @@
-// The pieces every gRPC client command of tandem-coordinator shares (`tandem
-// generate`, `tandem chat`, `tandem bench`): the Inference stub for an
-// address, the proto of a parsed JSONL request, one streamed call assembled
-// into completions, per-call deadlines and readable gRPC status text.
+// What every gRPC client command of tandem-coordinator shares (`tandem
+// generate`, `tandem chat`, `tandem bench`, `tandem health`), on the C++ SDK
+// (include/tandem/client.h): a Client for an address and a per-call timeout,
+// the SDK request of a parsed JSONL request, one streamed call assembled into
+// the engine's completion structs, and readable status text.
 #ifndef TANDEM_CLIENT_INFERENCE_CLIENT_H_
 #define TANDEM_CLIENT_INFERENCE_CLIENT_H_
 
@@ -11,45 +12,44 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "client/json_request.h"
 #include "coordinator/scheduler/request.h"
-#include "grpcpp/grpcpp.h"
-#include "tandem/v1/inference.grpc.pb.h"
+#include "tandem/client.h"
 
 namespace tandem::client {
 
-// An insecure channel to `addr` (HOST:PORT). Connects lazily: the first call
-// fails with UNAVAILABLE when nothing listens there.
-std::shared_ptr<grpc::Channel> NewInferenceChannel(const std::string& addr);
+// A client of the coordinator at `addr`; every call's deadline is `timeout_s`
+// seconds (0: none). `retry` false turns off the SDK's UNAVAILABLE retries
+// (a benchmark measures what the server answers).
+std::unique_ptr<tandem::Client> NewClient(const std::string& addr, int32_t timeout_s,
+                                          bool retry = true);
 
-// A stub over NewInferenceChannel(addr).
-std::unique_ptr<tandem::v1::Inference::Stub> NewInferenceStub(const std::string& addr);
+// The SDK request for `request` (chat prompts get the generation prompt).
+tandem::GenerateRequest SdkRequest(const JsonRequest& request);
 
-// The GenerateRequest for `request` (sampling decoding; chat prompts get the
-// generation prompt).
-tandem::v1::GenerateRequest GenerateRequestProto(const JsonRequest& request);
+// An SDK completion as the engine's struct (what result_json prints).
+coordinator::Completion ToCompletion(const tandem::Completion& completion);
+std::vector<coordinator::PositionLogprobs> ToPositionLogprobs(
+    const std::vector<tandem::PositionLogprobs>& logprobs);
 
 // What one GenerateStream call produced.
 struct StreamedGeneration {
-  grpc::Status status;  // the call's; not OK when the stream broke off
+  absl::Status status;  // the call's; not OK when it failed or broke off
   std::vector<coordinator::Completion> completions;  // by index, n of them
   int64_t cached_prompt_tokens = 0;
   std::vector<coordinator::PositionLogprobs> prompt_logprobs;  // when asked for
-  std::string error;  // the last message's error field (a completion failed)
+  std::string error;  // a completion failed: the server's reason
 };
 
 // Runs `request` (asking for `num_completions` >= 1) to the end of its
 // stream. `on_text` (may be empty) sees index 0's text as it arrives.
-StreamedGeneration StreamGenerate(tandem::v1::Inference::Stub& stub,
-                                  const tandem::v1::GenerateRequest& request,
-                                  int32_t num_completions, int32_t timeout_s,
+StreamedGeneration StreamGenerate(tandem::Client& client, const tandem::GenerateRequest& request,
+                                  int32_t num_completions,
                                   const std::function<void(const std::string&)>& on_text);
 
-// Sets a deadline `timeout_s` seconds from now; 0 means none.
-void SetDeadline(grpc::ClientContext& context, int32_t timeout_s);
-
 // "UNAVAILABLE: <message>".
-std::string DescribeGrpcStatus(const grpc::Status& status);
+std::string DescribeStatus(const absl::Status& status);
 
 }  // namespace tandem::client
 

@@ -32,7 +32,6 @@
 namespace tandem::client {
 namespace {
 
-namespace pb = tandem::v1;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
@@ -51,40 +50,34 @@ constexpr int32_t kDefaultOpenAiVocab = 32000;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 
-RequestRecord RunGrpcRequest(pb::Inference::Stub& stub, const JsonRequest& request,
-                             int32_t timeout_s) {
+RequestRecord RunGrpcRequest(tandem::Client& client, const JsonRequest& request) {
   RequestRecord rec;
-  const pb::GenerateRequest proto = GenerateRequestProto(request);
-  grpc::ClientContext context;
-  SetDeadline(context, timeout_s);
   const Clock::time_point start = Clock::now();
   Clock::time_point last_token;
-  std::unique_ptr<grpc::ClientReader<pb::GenerateStreamResponse>> reader =
-      stub.GenerateStream(&context, proto);
-  pb::GenerateStreamResponse msg;
-  while (reader->Read(&msg)) {
-    const Clock::time_point now = Clock::now();
-    int64_t tokens = 0;
-    for (const pb::CompletionDelta& d : msg.deltas()) tokens += d.token_ids_size();
-    if (tokens > 0) {
-      if (rec.output_tokens == 0) {
-        rec.ttft_s = Seconds(now - start);
-      } else {
-        rec.itl_s.push_back(Seconds(now - last_token));
+  absl::StatusOr<tandem::GenerationStream> stream = client.OpenStream(SdkRequest(request));
+  if (stream.ok()) {
+    for (const tandem::StreamEvent& event : *stream) {
+      const Clock::time_point now = Clock::now();
+      int64_t tokens = 0;
+      for (const tandem::CompletionDelta& d : event.deltas) tokens += d.token_ids.size();
+      if (tokens > 0) {
+        if (rec.output_tokens == 0) {
+          rec.ttft_s = Seconds(now - start);
+        } else {
+          rec.itl_s.push_back(Seconds(now - last_token));
+        }
+        last_token = now;
+        rec.output_tokens += tokens;
       }
-      last_token = now;
-      rec.output_tokens += tokens;
+      if (event.usage && event.usage->prompt_tokens > 0) {
+        rec.input_tokens = event.usage->prompt_tokens;
+      }
+      if (!event.error.empty()) rec.error = event.error;
     }
-    if (msg.has_usage() && msg.usage().prompt_tokens() > 0) {
-      rec.input_tokens = msg.usage().prompt_tokens();
-    }
-    if (!msg.error().empty()) rec.error = msg.error();
   }
-  const grpc::Status status = reader->Finish();
+  const absl::Status status = stream.ok() ? stream->status() : stream.status();
   rec.e2e_s = Seconds(Clock::now() - start);
-  if (!status.ok()) {
-    rec.error = DescribeGrpcStatus(status);
-  }
+  if (!status.ok()) rec.error = DescribeStatus(status);
   if (rec.input_tokens == 0 && request.prompt_token_ids) {
     rec.input_tokens = static_cast<int64_t>(request.prompt_token_ids->size());
   }
@@ -216,24 +209,22 @@ void RunOpenLoop(const RequestRunner& run, const std::vector<JsonRequest>& reque
 }
 
 // ModelInfo, bounded by the request deadline (at most kModelInfoTimeoutS).
-grpc::Status GetModelInfo(pb::Inference::Stub& stub, const BenchOptions& o,
-                          pb::ModelInfoResponse* info) {
-  grpc::ClientContext context;
-  SetDeadline(context, o.timeout_s > 0 ? std::min(o.timeout_s, kModelInfoTimeoutS)
-                                       : kModelInfoTimeoutS);
-  return stub.ModelInfo(&context, pb::ModelInfoRequest(), info);
+absl::StatusOr<tandem::ModelInfo> GetModelInfo(const BenchOptions& o) {
+  const int32_t timeout_s =
+      o.timeout_s > 0 ? std::min(o.timeout_s, kModelInfoTimeoutS) : kModelInfoTimeoutS;
+  return NewClient(o.addr, timeout_s)->GetModelInfo();
 }
 
-std::vector<GroupStepCounters> StepCounters(const pb::ModelInfoResponse& info) {
+std::vector<GroupStepCounters> StepCounters(const tandem::ModelInfo& info) {
   std::vector<GroupStepCounters> groups;
-  for (const pb::WorkerGroupStatus& g : info.worker_groups()) {
-    groups.push_back({.address = g.address(),
-                      .num_steps = g.num_steps(),
-                      .step_ms = g.step_ms(),
-                      .worker_step_ms = g.worker_step_ms(),
-                      .num_speculative_rounds = g.num_speculative_rounds(),
-                      .num_draft_tokens = g.num_draft_tokens(),
-                      .num_accepted_tokens = g.num_accepted_tokens()});
+  for (const tandem::WorkerGroupStatus& g : info.worker_groups) {
+    groups.push_back({.address = g.address,
+                      .num_steps = g.num_steps,
+                      .step_ms = g.step_ms,
+                      .worker_step_ms = g.worker_step_ms,
+                      .num_speculative_rounds = g.num_speculative_rounds,
+                      .num_draft_tokens = g.num_draft_tokens,
+                      .num_accepted_tokens = g.num_accepted_tokens});
   }
   return groups;
 }
@@ -451,15 +442,15 @@ absl::StatusOr<std::vector<JsonRequest>> MakeRequests(const BenchOptions& o, int
 // `before` (other clients' steps in between count too). Nullopt, with a
 // note on stderr, when the second ModelInfo fails: that costs only this
 // part of the report.
-std::optional<StepOverhead> OverheadSince(pb::Inference::Stub& stub, const BenchOptions& o,
-                                          const pb::ModelInfoResponse& before) {
-  pb::ModelInfoResponse after;
-  if (grpc::Status status = GetModelInfo(stub, o, &after); !status.ok()) {
+std::optional<StepOverhead> OverheadSince(const BenchOptions& o,
+                                          const tandem::ModelInfo& before) {
+  absl::StatusOr<tandem::ModelInfo> after = GetModelInfo(o);
+  if (!after.ok()) {
     std::fprintf(stderr, "tandem bench: ModelInfo after the run failed, no step overhead: %s\n",
-                 DescribeGrpcStatus(status).c_str());
+                 DescribeStatus(after.status()).c_str());
     return std::nullopt;
   }
-  return StepOverheadBetween(StepCounters(before), StepCounters(after));
+  return StepOverheadBetween(StepCounters(before), StepCounters(*after));
 }
 
 // Notes the first failed request (and how many failed) on stderr.
@@ -505,19 +496,18 @@ struct Backend {
 };
 
 absl::StatusOr<Backend> ConnectTandem(const BenchOptions& o) {
-  std::shared_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
-  auto info = std::make_shared<pb::ModelInfoResponse>();
-  if (grpc::Status status = GetModelInfo(*stub, o, info.get()); !status.ok()) {
+  absl::StatusOr<tandem::ModelInfo> info = GetModelInfo(o);
+  if (!info.ok()) {
     return absl::UnavailableError(absl::StrFormat("cannot reach the coordinator at %s: %s",
-                                                  o.addr, DescribeGrpcStatus(status)));
+                                                  o.addr, DescribeStatus(info.status())));
   }
+  // No retries: the report measures what the server answered.
+  std::shared_ptr<tandem::Client> client = NewClient(o.addr, o.timeout_s, /*retry=*/false);
   Backend b;
-  b.run = [stub, timeout_s = o.timeout_s](const JsonRequest& r) {
-    return RunGrpcRequest(*stub, r, timeout_s);
-  };
-  b.vocab_size = info->vocab_size();
-  b.context_length = info->context_length();
-  b.overhead = [stub, info, &o] { return OverheadSince(*stub, o, *info); };
+  b.run = [client](const JsonRequest& r) { return RunGrpcRequest(*client, r); };
+  b.vocab_size = info->vocab_size;
+  b.context_length = info->context_length;
+  b.overhead = [before = *info, &o] { return OverheadSince(o, before); };
   return b;
 }
 

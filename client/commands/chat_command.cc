@@ -11,13 +11,10 @@
 #include "absl/strings/str_format.h"
 #include "client/inference_client.h"
 #include "client/json_request.h"
-#include "grpcpp/grpcpp.h"
-#include "tandem/v1/inference.grpc.pb.h"
+#include "tandem/client.h"
 
 namespace tandem::client {
 namespace {
-
-namespace pb = tandem::v1;
 
 // ModelInfo at start-up: a wrong address fails before anything is typed.
 constexpr int32_t kModelInfoTimeoutS = 10;
@@ -30,27 +27,23 @@ void Message(const std::string& message) {
 // or the connection broke), as opposed to an UNAVAILABLE it answered over a
 // live connection (e.g. its worker group is being reconnected), after which
 // the next turn may well succeed.
-bool ServerLost(const grpc::Status& status, grpc::Channel& channel) {
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-         channel.GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY;
+bool ServerLost(const absl::Status& status, const tandem::Client& client) {
+  return absl::IsUnavailable(status) && !client.IsConnected();
 }
 
 // Asks the coordinator at `addr` for its model at start-up, so that a wrong
 // address fails before anything is typed. UNAVAILABLE (or the call's error)
 // when it cannot be reached, FAILED_PRECONDITION when the model has no chat
 // template; the message is the one to print.
-absl::Status CheckChatModel(pb::Inference::Stub& stub, const std::string& addr) {
-  grpc::ClientContext context;
-  SetDeadline(context, kModelInfoTimeoutS);
-  pb::ModelInfoResponse info;
-  const grpc::Status status = stub.ModelInfo(&context, pb::ModelInfoRequest(), &info);
-  if (!status.ok()) {
+absl::Status CheckChatModel(const std::string& addr) {
+  absl::StatusOr<tandem::ModelInfo> info = NewClient(addr, kModelInfoTimeoutS)->GetModelInfo();
+  if (!info.ok()) {
     return absl::UnavailableError(absl::StrFormat("cannot reach the coordinator at %s: %s", addr,
-                                                  DescribeGrpcStatus(status)));
+                                                  DescribeStatus(info.status())));
   }
-  if (!info.has_chat_template()) {
+  if (!info->has_chat_template) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "the model %s served at %s has no chat template", info.model_name(), addr));
+        "the model %s served at %s has no chat template", info->model_name, addr));
   }
   return absl::OkStatus();
 }
@@ -65,7 +58,7 @@ void WriteText(const std::string& text) {
 // message), streams the answer to stdout and appends it to `history`. When
 // the turn fails, the user's message leaves `history` too and the reason is
 // printed. Returns false only when the coordinator itself is gone.
-bool Turn(const ChatOptions& o, pb::Inference::Stub& stub, grpc::Channel& channel,
+bool Turn(const ChatOptions& o, tandem::Client& client,
           std::vector<tokenizer::ChatMessage>& history) {
   JsonRequest request;
   request.params = o.params;
@@ -73,8 +66,7 @@ bool Turn(const ChatOptions& o, pb::Inference::Stub& stub, grpc::Channel& channe
   request.messages.insert(request.messages.end(), history.begin(), history.end());
   bool printed = false;
   const StreamedGeneration g = StreamGenerate(
-      stub, GenerateRequestProto(request), /*num_completions=*/1, o.timeout_s,
-      [&](const std::string& text) {
+      client, SdkRequest(request), /*num_completions=*/1, [&](const std::string& text) {
         printed = true;
         WriteText(text);
       });
@@ -82,14 +74,14 @@ bool Turn(const ChatOptions& o, pb::Inference::Stub& stub, grpc::Channel& channe
   if (g.status.ok() || printed) WriteText("\n");
   if (!g.status.ok() || !g.error.empty()) {
     history.pop_back();  // the answer is lost, and so is the question
-    if (ServerLost(g.status, channel)) {
+    if (ServerLost(g.status, client)) {
       Message(absl::StrFormat("lost the coordinator at %s: %s", o.addr,
-                              DescribeGrpcStatus(g.status)));
+                              DescribeStatus(g.status)));
       return false;
     }
     Message(absl::StrFormat("%s (this message is left out of the conversation)",
                             g.status.ok() ? "request failed: " + g.error
-                                          : DescribeGrpcStatus(g.status)));
+                                          : DescribeStatus(g.status)));
     return true;
   }
   const coordinator::Completion& answer = g.completions[0];
@@ -113,15 +105,14 @@ int ChatCommand(const ChatOptions& o, std::istream& in, bool interactive) {
         "INVALID_ARGUMENT: --n %d: a chat turn has one answer, so --n must be 1", o.params.n));
     return 2;
   }
-  std::shared_ptr<grpc::Channel> channel = NewInferenceChannel(o.addr);
-  std::unique_ptr<pb::Inference::Stub> stub = pb::Inference::NewStub(channel);
-  if (absl::Status s = CheckChatModel(*stub, o.addr); !s.ok()) {
+  if (absl::Status s = CheckChatModel(o.addr); !s.ok()) {
     Message(std::string(s.message()));
     return 1;
   }
   // The conversation after the system prompt: user and assistant turns
   // alternate, a user turn last while its answer is being generated.
   std::vector<tokenizer::ChatMessage> history;
+  std::unique_ptr<tandem::Client> client = NewClient(o.addr, o.timeout_s);
   while (true) {
     if (interactive) std::fputs("> ", stderr);
     std::string line;
@@ -138,7 +129,7 @@ int ChatCommand(const ChatOptions& o, std::istream& in, bool interactive) {
     }
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     history.push_back({"user", line});
-    if (!Turn(o, *stub, *channel, history)) return 1;
+    if (!Turn(o, *client, history)) return 1;
   }
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <thread>
+#include <variant>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -17,14 +18,12 @@
 #include "client/json_request.h"
 #include "client/result_json.h"
 #include "coordinator/scheduler/request.h"
-#include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
-#include "tandem/v1/inference.grpc.pb.h"
+#include "tandem/client.h"
 
 namespace tandem::client {
 namespace {
 
-namespace pb = tandem::v1;
 using nlohmann::json;
 
 // What one request produced: its stream and, when asked for, the prompt's
@@ -38,27 +37,24 @@ struct Result {
 // Runs one request to the end. `on_text` (may be empty) sees index-0 text as
 // it streams. With `want_prompt_ids`, text and chat prompts are tokenized by
 // the server (Tokenize gives exactly the ids Generate uses).
-Result RunOne(pb::Inference::Stub& stub, const JsonRequest& request, bool want_prompt_ids,
-              int32_t timeout_s, const std::function<void(const std::string&)>& on_text) {
+Result RunOne(tandem::Client& client, const JsonRequest& request, bool want_prompt_ids,
+              const std::function<void(const std::string&)>& on_text) {
   Result result;
   result.top_k = request.params.logprobs;
-  const pb::GenerateRequest proto = GenerateRequestProto(request);
-  result.stream = StreamGenerate(stub, proto, request.params.n, timeout_s, on_text);
+  const tandem::GenerateRequest sdk_request = SdkRequest(request);
+  result.stream = StreamGenerate(client, sdk_request, request.params.n, on_text);
   if (!result.stream.status.ok()) return result;
   if (request.prompt_token_ids) {
     result.prompt_token_ids = *request.prompt_token_ids;
   } else if (want_prompt_ids) {
-    pb::TokenizeRequest t;
-    if (request.prompt) {
-      t.set_text(*request.prompt);
+    absl::StatusOr<std::vector<int32_t>> ids =
+        request.prompt ? client.Tokenize(*request.prompt)
+                       : client.TokenizeChat(std::get<tandem::ChatPrompt>(sdk_request.prompt));
+    if (ids.ok()) {
+      result.prompt_token_ids = *std::move(ids);
     } else {
-      *t.mutable_chat() = proto.chat();
+      result.stream.status = ids.status();
     }
-    pb::TokenizeResponse tr;
-    grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
-    result.stream.status = stub.Tokenize(&context, t, &tr);
-    result.prompt_token_ids.assign(tr.token_ids().begin(), tr.token_ids().end());
   }
   return result;
 }
@@ -120,15 +116,15 @@ void WriteText(const std::string& text) {
 // Runs the one request of a command line without --requests: streams its
 // text, or prints it as JSON (--json) or once done (beam search, whose best
 // text can change). Returns the exit code.
-int GenerateOne(const GenerateOptions& o, pb::Inference::Stub& stub, const JsonRequest& request) {
+int GenerateOne(const GenerateOptions& o, tandem::Client& client, const JsonRequest& request) {
   const bool stream_text = !o.json && o.params.n == 1 && !request.beam.has_value();
   std::function<void(const std::string&)> on_text;
   if (stream_text) on_text = WriteText;
-  const Result r = RunOne(stub, request, o.json, o.timeout_s, on_text);
+  const Result r = RunOne(client, request, o.json, on_text);
   const StreamedGeneration& g = r.stream;
   if (!g.status.ok()) {
     if (stream_text) std::printf("\n");
-    return Fail(DescribeGrpcStatus(g.status));
+    return Fail(DescribeStatus(g.status));
   }
   if (o.json && request.beam.has_value()) {
     std::printf("%s\n", RequestLineJson(r.prompt_token_ids, g.completions, r.top_k,
@@ -154,7 +150,7 @@ int GenerateOne(const GenerateOptions& o, pb::Inference::Stub& stub, const JsonR
 
 // Runs every request, `concurrency` threads each taking the next one until
 // none is left; results in input order.
-std::vector<Result> RunAll(const GenerateOptions& o, pb::Inference::Stub& stub,
+std::vector<Result> RunAll(const GenerateOptions& o, tandem::Client& client,
                            const std::vector<JsonRequest>& requests) {
   std::vector<Result> results(requests.size());
   std::atomic<size_t> next{0};
@@ -163,7 +159,7 @@ std::vector<Result> RunAll(const GenerateOptions& o, pb::Inference::Stub& stub,
   for (size_t t = 0; t < num_threads; ++t) {
     threads.emplace_back([&] {
       for (size_t i = next.fetch_add(1); i < requests.size(); i = next.fetch_add(1)) {
-        results[i] = RunOne(stub, requests[i], /*want_prompt_ids=*/true, o.timeout_s, nullptr);
+        results[i] = RunOne(client, requests[i], /*want_prompt_ids=*/true, nullptr);
       }
     });
   }
@@ -182,8 +178,8 @@ int PrintResults(const std::vector<Result>& results) {
     if (!g.status.ok()) {
       exit_code = 1;
       std::fprintf(stderr, "tandem generate: request %zu: %s\n", i + 1,
-                   DescribeGrpcStatus(g.status).c_str());
-      std::printf("%s\n", json({{"error", DescribeGrpcStatus(g.status)}}).dump().c_str());
+                   DescribeStatus(g.status).c_str());
+      std::printf("%s\n", json({{"error", DescribeStatus(g.status)}}).dump().c_str());
       continue;
     }
     if (!g.error.empty()) exit_code = 1;
@@ -202,9 +198,9 @@ int GenerateCommand(const GenerateOptions& o) {
   if (absl::Status s = Validate(o); !s.ok()) return Fail(s);
   absl::StatusOr<std::vector<JsonRequest>> requests = ReadRequests(o);
   if (!requests.ok()) return Fail(requests.status());
-  std::unique_ptr<pb::Inference::Stub> stub = NewInferenceStub(o.addr);
-  if (!o.requests_file) return GenerateOne(o, *stub, (*requests)[0]);
-  return PrintResults(RunAll(o, *stub, *requests));
+  std::unique_ptr<tandem::Client> client = NewClient(o.addr, o.timeout_s);
+  if (!o.requests_file) return GenerateOne(o, *client, (*requests)[0]);
+  return PrintResults(RunAll(o, *client, *requests));
 }
 
 }  // namespace tandem::client

@@ -1,40 +1,29 @@
 #include "client/commands/health_command.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "grpc/health/v1/health.grpc.pb.h"
-#include "grpcpp/grpcpp.h"
+#include "tandem/client.h"
 
 namespace tandem::client {
-namespace {
-
-namespace health_pb = grpc::health::v1;
-
-// grpc::StatusCode → absl::StatusCode: the numeric values are the same by
-// design (both follow google.rpc.Code).
-absl::Status FromGrpc(const grpc::Status& s, const std::string& addr) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrFormat("health check of %s: %s", addr, s.error_message()));
-}
-
-}  // namespace
 
 absl::StatusOr<std::string> CheckHealth(const std::string& addr, const std::string& service,
                                         absl::Time deadline) {
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
-  std::unique_ptr<health_pb::Health::Stub> stub = health_pb::Health::NewStub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(deadline));
-  health_pb::HealthCheckRequest request;
-  request.set_service(service);
-  health_pb::HealthCheckResponse response;
-  const grpc::Status s = stub->Check(&context, request, &response);
-  if (!s.ok()) return FromGrpc(s, addr);
-  return health_pb::HealthCheckResponse::ServingStatus_Name(response.status());
+  // One attempt: callers poll, and a probe says what the server answers now.
+  tandem::ClientOptions options;
+  options.timeout = std::max(std::chrono::milliseconds(1),
+                             absl::ToChronoMilliseconds(deadline - absl::Now()));
+  options.retry.max_retries = 0;
+  absl::StatusOr<tandem::ServingStatus> status = tandem::Client(addr, options).Health(service);
+  if (!status.ok()) {
+    return absl::Status(status.status().code(), absl::StrFormat("health check of %s: %s", addr,
+                                                                status.status().message()));
+  }
+  return std::string(tandem::ServingStatusName(*status));
 }
 
 int HealthCommand(const HealthOptions& o) {

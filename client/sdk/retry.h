@@ -1,0 +1,32 @@
+// Retrying a call that failed with UNAVAILABLE before it delivered anything
+// (RetryPolicy in include/tandem/client.h), and gRPC → absl status codes.
+#ifndef TANDEM_CLIENT_SDK_RETRY_H_
+#define TANDEM_CLIENT_SDK_RETRY_H_
+
+#include <chrono>
+#include <functional>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "grpcpp/support/status.h"
+#include "tandem/client.h"
+
+namespace tandem::sdk {
+
+using Deadline = std::optional<std::chrono::system_clock::time_point>;
+
+// The call's absolute deadline: now + timeout, or none for 0.
+Deadline DeadlineAfter(std::chrono::milliseconds timeout);
+
+// The same code (both follow google.rpc.Code) and message.
+absl::Status FromGrpc(const grpc::Status& status);
+
+// Runs `attempt` until it returns anything but UNAVAILABLE, the policy's
+// retries are spent or the next wait would end past `deadline`; returns the
+// last attempt's status. A negative max_retries counts as 0.
+absl::Status RetryUnavailable(const RetryPolicy& policy, const Deadline& deadline,
+                              const std::function<absl::Status()>& attempt);
+
+}  // namespace tandem::sdk
+
+#endif  // TANDEM_CLIENT_SDK_RETRY_H_
