@@ -2,33 +2,39 @@
 """Checks tandem's Kubernetes manifests offline: renders every overlay with
 `kubectl kustomize`, validates the built-in kinds with
 `kubernetes-validate --strict` (a warning, e.g. an unknown kind, fails too),
-and applies the project's own rules to what was rendered:
+a LeaderWorkerSet against schemas/leaderworkerset-v1.json (its pod templates
+as core/v1 PodTemplates with kubernetes-validate), and applies the project's
+own rules to every pod template rendered (Deployments' and LeaderWorkerSets'):
 
 - every Deployment's selector matches its pod labels; every Service and
-  PodDisruptionBudget selects some Deployment's pods, and a Service's named
-  target ports exist on those pods;
+  PodDisruptionBudget selects some pod template's pods, and a Service's named
+  target ports exist on those pods; a LeaderWorkerSet recreates a group that
+  lost a pod (its MPI world cannot take a rank back);
 - every container has an image and resource requests and limits; serving
   containers also a startup, readiness and liveness probe, each on a port the
   container declares; pods run as non-root, containers with a read-only root
   filesystem and no privilege escalation;
 - every `--flag` a tandem binary is given is one it accepts (asked from the
-  binary: `BIN --help`, from --bin-dir);
+  binary: `BIN --help`, from --bin-dir), also under `mpirun`, whose own
+  options are checked against `mpirun --help all` (command_flags.py);
 - terminationGracePeriodSeconds >= the preStop sleep + the drain time the
   pod declares (annotation tandem.dev/drain-seconds).
 
 Usage: check_manifests.py --bin-dir build/bin [OVERLAY_DIR ...]   (default:
-every overlay) or --rendered FILE.yaml (one rendered stream). kubectl and
-kubernetes-validate come from PATH (scripts/setup-k8s-venv.sh). Exit 1 with
-every problem listed.
+every overlay) or --rendered FILE.yaml (one rendered stream). kubectl,
+kubernetes-validate and mpirun come from PATH, jsonschema from the venv
+(scripts/setup-k8s-venv.sh). Exit 1 with every problem listed.
 """
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
 
 import yaml
+
+import leaderworkerset as lws
+from command_flags import check_container_flags
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVING_PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
@@ -41,10 +47,10 @@ def render(overlay):
     return p.stdout
 
 
-def validate(text):
-    """kubernetes-validate --strict's complaints about a rendered stream."""
+def kubernetes_validate(docs):
+    """kubernetes-validate --strict's complaints about `docs`."""
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write(text)
+        yaml.safe_dump_all(docs, f, sort_keys=False)
     try:
         p = subprocess.run(["kubernetes-validate", "--strict", "--quiet", f.name],
                            capture_output=True, text=True)
@@ -56,12 +62,17 @@ def validate(text):
     return []
 
 
-def accepted_flags(bin_dir, binary, cache={}):
-    if binary not in cache:
-        p = subprocess.run([os.path.join(bin_dir, binary), "--help"], capture_output=True,
-                           text=True, timeout=60)
-        cache[binary] = set(re.findall(r"^\s+--([a-z0-9_-]+)", p.stdout + p.stderr, re.M))
-    return cache[binary]
+def validate(docs):
+    """Schema problems: LeaderWorkerSets against their schema, everything else
+    (an unknown kind too, which fails) and their pod templates with
+    kubernetes-validate."""
+    builtin = [d for d in docs if not lws.is_lws(d)]
+    problems = []
+    for d in docs:
+        if lws.is_lws(d):
+            problems += lws.schema_problems(d)
+            builtin += lws.as_pod_templates(d)
+    return kubernetes_validate(builtin) + problems
 
 
 def matches(selector, labels):
@@ -69,8 +80,18 @@ def matches(selector, labels):
 
 
 def pod_templates(docs):
+    """{name: pod template} of every Deployment."""
     return {d["metadata"]["name"]: d["spec"]["template"] for d in docs
             if d.get("kind") == "Deployment"}
+
+
+def all_pod_templates(docs):
+    """{owner: pod template} of every Deployment ("Deployment NAME") and
+    LeaderWorkerSet ("LeaderWorkerSet NAME leaderTemplate", ...)."""
+    found = {f"Deployment {name}": t for name, t in pod_templates(docs).items()}
+    for d in filter(lws.is_lws, docs):
+        found.update({f"{lws.KIND} {lws.name_of(d)} {role}": t for role, t in lws.templates(d)})
+    return found
 
 
 def check_probes(where, c):
@@ -89,20 +110,6 @@ def check_probes(where, c):
     return problems
 
 
-def check_args(where, c, bin_dir):
-    binary = (c.get("command") or [""])[0]
-    if not binary.startswith("tandem") or bin_dir is None:
-        return []
-    known = accepted_flags(bin_dir, binary)
-    problems = []
-    for arg in c.get("args", []):
-        if arg.startswith("--"):
-            name = arg[2:].split("=", 1)[0]
-            if name not in known and name.replace("-", "_") not in known:
-                problems.append(f"{where}: {binary} does not accept --{name}")
-    return problems
-
-
 def check_container(where, c, bin_dir, serving):
     problems = []
     if not c.get("image"):
@@ -116,21 +123,34 @@ def check_container(where, c, bin_dir, serving):
                         "allowPrivilegeEscalation false")
     if serving:
         problems += check_probes(where, c)
-    return problems + check_args(where, c, bin_dir)
+    return problems + check_container_flags(where, c, bin_dir)
 
 
-def check_grace(name, template):
+def check_grace(owner, template):
     spec = template["spec"]
     grace = spec.get("terminationGracePeriodSeconds", 30)
-    drain = int(template["metadata"].get("annotations", {}).get("tandem.dev/drain-seconds", 0))
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    drain = int(annotations.get("tandem.dev/drain-seconds", 0))
     problems = []
     for c in spec["containers"]:
         cmd = c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
         pre = int(cmd[1]) if len(cmd) == 2 and cmd[0] == "sleep" else 0
         if grace < pre + drain:
-            problems.append(f"Deployment {name}: terminationGracePeriodSeconds {grace} < preStop "
+            problems.append(f"{owner}: terminationGracePeriodSeconds {grace} < preStop "
                             f"{pre} s + drain {drain} s")
     return problems
+
+
+def check_pod(owner, template, bin_dir):
+    """The project's rules for one pod template (`owner` names it)."""
+    problems = []
+    if template["spec"].get("securityContext", {}).get("runAsNonRoot") is not True:
+        problems.append(f"{owner}: pods must set runAsNonRoot")
+    for c in template["spec"].get("initContainers", []):
+        problems += check_container(f"{owner} init {c['name']}", c, bin_dir, False)
+    for c in template["spec"]["containers"]:
+        problems += check_container(f"{owner} container {c['name']}", c, bin_dir, True)
+    return problems + check_grace(owner, template)
 
 
 def check_deployment(name, d, bin_dir):
@@ -138,17 +158,11 @@ def check_deployment(name, d, bin_dir):
     problems = []
     if not matches(d["spec"]["selector"].get("matchLabels"), template["metadata"]["labels"]):
         problems.append(f"Deployment {name}: selector does not match the pod labels")
-    if template["spec"].get("securityContext", {}).get("runAsNonRoot") is not True:
-        problems.append(f"Deployment {name}: pods must set runAsNonRoot")
-    for c in template["spec"].get("initContainers", []):
-        problems += check_container(f"Deployment {name} init {c['name']}", c, bin_dir, False)
-    for c in template["spec"]["containers"]:
-        problems += check_container(f"Deployment {name} container {c['name']}", c, bin_dir, True)
-    return problems + check_grace(name, template)
+    return problems + check_pod(f"Deployment {name}", template, bin_dir)
 
 
 def check_selectors(docs):
-    templates = pod_templates(docs)
+    templates = all_pod_templates(docs)
     problems = []
     for d in docs:
         kind, name = d.get("kind"), d["metadata"]["name"]
@@ -158,9 +172,11 @@ def check_selectors(docs):
             selector = d["spec"]["selector"].get("matchLabels")
         else:
             continue
-        chosen = [t for t in templates.values() if matches(selector, t["metadata"]["labels"])]
+        chosen = [t for t in templates.values()
+                  if matches(selector, (t.get("metadata") or {}).get("labels") or {})]
         if not chosen:
-            problems.append(f"{kind} {name}: its selector matches no Deployment's pods")
+            problems.append(f"{kind} {name}: its selector matches no pods (of any Deployment "
+                            "or LeaderWorkerSet)")
         elif kind == "Service":
             names = {p.get("name") for t in chosen for c in t["spec"]["containers"]
                      for p in c.get("ports", [])}
@@ -173,10 +189,14 @@ def check_selectors(docs):
 
 def check_rendered(text, bin_dir):
     docs = [d for d in yaml.safe_load_all(text) if d]
-    problems = validate(text) + check_selectors(docs)
+    problems = validate(docs) + check_selectors(docs)
     for d in docs:
         if d.get("kind") == "Deployment":
             problems += check_deployment(d["metadata"]["name"], d, bin_dir)
+        elif lws.is_lws(d):
+            problems += lws.rule_problems(d)
+            for role, template in lws.templates(d):
+                problems += check_pod(f"{lws.KIND} {lws.name_of(d)} {role}", template, bin_dir)
     return problems
 
 
