@@ -28,7 +28,7 @@ import threading
 import time
 import unittest
 
-import grpc_channel
+import stream_client
 from server_process import Server
 
 WORKER = os.environ["TANDEM_WORKER_BIN"]
@@ -118,9 +118,9 @@ def free_port_on(hosts):
 
 
 def model_info(port):
-    """ModelInfo's worker groups {address: WorkerGroupStatus} and draft
-    workers {address: DraftWorkerStatus}."""
-    info = grpc_channel.model_info(port)
+    """ModelInfo's worker groups {address: tandem_client.WorkerGroup} and
+    draft workers {address: tandem_client.DraftWorker}."""
+    info = stream_client.model_info(port)
     return ({g.address: g for g in info.worker_groups},
             {d.address: d for d in info.draft_workers})
 

@@ -1,11 +1,13 @@
-"""gRPC plumbing shared by the integration tests: channels to a server on
-127.0.0.1 and the bound on every unary call. The messages and stubs are
-grpcio-tools' (tandem.v1.*_pb2[_grpc], generated from proto/ into the build
-tree by make_stubs.py, found through PYTHONPATH) and grpcio-health-checking's
-(grpc_health.v1)."""
+"""gRPC plumbing shared by the integration tests that speak the internal
+services (tandem.v1.TargetWorker, tandem.v1.Draft) and grpc.health.v1 on raw
+stubs: channels to a server on 127.0.0.1 and the bound on every unary call.
+The messages and stubs are grpcio-tools' (tandem.v1.*_pb2[_grpc], generated
+from proto/ into the build tree by make_stubs.py, found through PYTHONPATH)
+and grpcio-health-checking's (grpc_health.v1). The coordinator's public API
+(tandem.v1.Inference) goes through the Python SDK instead (stream_client.py)."""
 import grpc
 
-from tandem.v1 import inference_pb2, inference_pb2_grpc
+
 
 RPC_TIMEOUT = 10  # seconds, for a unary call
 
@@ -19,11 +21,3 @@ def channel(port, own_connection=False):
     if own_connection:
         options.append(("grpc.use_local_subchannel_pool", 1))
     return grpc.insecure_channel(f"127.0.0.1:{port}", options=options)
-
-
-def model_info(port):
-    """Inference.ModelInfo of the coordinator on 127.0.0.1:port (a
-    ModelInfoResponse); raises grpc.RpcError when the call fails."""
-    with channel(port) as ch:
-        return inference_pb2_grpc.InferenceStub(ch).ModelInfo(inference_pb2.ModelInfoRequest(),
-                                                              timeout=RPC_TIMEOUT)

@@ -34,9 +34,8 @@ import unittest
 import openai
 import generation_check
 import metrics_scrape
-from grpc_channel import model_info
 from server_process import Server
-from stream_client import generate_concurrently
+from stream_client import generate_concurrently, model_info
 
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
 BIN = os.environ["TANDEM_BIN"]

@@ -7,8 +7,10 @@ coordinator in front of a tandem-worker: SIGKILLing the worker while a stream
 is open ends that stream with the gRPC status UNAVAILABLE (not OK with an
 error field).
 
-Client: grpcio with the stubs generated from proto/ (PYTHONPATH). Every wait
-is bounded.
+Client: tandem-client, the Python SDK (stream_client.client: no retries);
+the requests the SDK's keyword arguments cannot express (unknown enum
+values, num_beams 1) are GenerateRequests from build_request with those
+fields set. Every wait is bounded.
 
 Env: TANDEM_COORDINATOR_BIN, TANDEM_WORKER_BIN, TANDEM_MODEL.
 """
@@ -18,9 +20,10 @@ import unittest
 
 import grpc
 
-from grpc_channel import channel
+import tandem_client
 from server_process import Server
-from tandem.v1 import common_pb2, inference_pb2, inference_pb2_grpc
+from stream_client import client
+from tandem_client.v1 import inference_pb2
 
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
 WORKER = os.environ["TANDEM_WORKER_BIN"]
@@ -30,8 +33,15 @@ CALL_TIMEOUT_S = 120
 
 def request(**sampling):
     sampling.setdefault("max_tokens", 4)
-    return inference_pb2.GenerateRequest(text="Once upon a time",
-                                         sampling=common_pb2.SamplingParams(**sampling))
+    return tandem_client.build_request("Once upon a time", **sampling)
+
+
+def beam_request(num_beams):
+    """A beam search request of `num_beams` beams, whatever the number."""
+    req = request()
+    req.decoding_mode = inference_pb2.DECODING_MODE_BEAM_SEARCH
+    req.beam_search.num_beams = num_beams
+    return req
 
 
 class BadRequestTest(unittest.TestCase):
@@ -39,19 +49,19 @@ class BadRequestTest(unittest.TestCase):
     def setUpClass(cls):
         cls.server = Server([COORDINATOR, "--local", "--model", MODEL, "--port", "0"],
                             "tandem-coordinator")
-        cls.stub = inference_pb2_grpc.InferenceStub(channel(cls.server.port))
+        cls.client = client(cls.server.port, CALL_TIMEOUT_S)
 
     @classmethod
     def tearDownClass(cls):
+        cls.client.close()
         if cls.server.terminate(15) is None:
             cls.server.kill()
 
     def assert_invalid(self, req, *needles):
-        with self.assertRaises(grpc.RpcError) as caught:
-            self.stub.Generate(req, timeout=CALL_TIMEOUT_S)
-        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        with self.assertRaises(tandem_client.InvalidRequest) as caught:
+            self.client.generate(req)
         for needle in needles:
-            self.assertIn(needle, caught.exception.details())
+            self.assertIn(needle, caught.exception.message)
 
     def test_unknown_decoding_mode(self):
         req = request()
@@ -59,34 +69,34 @@ class BadRequestTest(unittest.TestCase):
         self.assert_invalid(req, "decoding_mode 99")
 
     def test_unknown_early_stopping(self):
-        req = request()
-        req.decoding_mode = inference_pb2.DECODING_MODE_BEAM_SEARCH
-        req.beam_search.num_beams = 2
+        req = beam_request(2)
         req.beam_search.early_stopping = 7
         self.assert_invalid(req, "early_stopping 7")
 
     def test_num_beams_outside_the_range(self):
         for num_beams in (1, 33):
-            req = request()
-            req.decoding_mode = inference_pb2.DECODING_MODE_BEAM_SEARCH
-            req.beam_search.num_beams = num_beams
-            self.assert_invalid(req, f"num_beams {num_beams}", "[2, 32]")
+            self.assert_invalid(beam_request(num_beams), f"num_beams {num_beams}", "[2, 32]")
 
     def test_prompt_and_max_tokens_past_the_context(self):
-        context = self.stub.ModelInfo(inference_pb2.ModelInfoRequest(),
-                                      timeout=CALL_TIMEOUT_S).context_length
+        context = self.client.model_info().context_length
         self.assert_invalid(request(max_tokens=2**31 - 1), "max_tokens 2147483647",
                             f"context length is {context}")
 
     def test_request_id_is_echoed_or_assigned(self):
-        req = request()
-        req.request_id = "mine-7"
-        self.assertEqual(self.stub.Generate(req, timeout=CALL_TIMEOUT_S).request_id, "mine-7")
-        assigned = self.stub.Generate(request(), timeout=CALL_TIMEOUT_S).request_id
+        self.assertEqual(self.client.generate(request(request_id="mine-7")).request_id, "mine-7")
+        assigned = self.client.generate(request()).request_id
         self.assertRegex(assigned, r"^tandem-\d+$")
-        for msg in self.stub.GenerateStream(request(), timeout=CALL_TIMEOUT_S):
-            self.assertRegex(msg.request_id, r"^tandem-\d+$")
-            self.assertNotEqual(msg.request_id, assigned)
+        # Stream.request_id is that of the message read last: checked at
+        # every delta and once more after the last message (the one with usage).
+        stream = self.client.stream(request())
+        for _ in stream:
+            self.assert_assigned_anew(stream.request_id, assigned)
+        self.assertIsNotNone(stream.usage)
+        self.assert_assigned_anew(stream.request_id, assigned)
+
+    def assert_assigned_anew(self, request_id, assigned):
+        self.assertRegex(request_id, r"^tandem-\d+$")
+        self.assertNotEqual(request_id, assigned)
 
 
 class LostWorkerTest(unittest.TestCase):
@@ -96,18 +106,22 @@ class LostWorkerTest(unittest.TestCase):
         try:
             coordinator = Server([COORDINATOR, "--model", MODEL, "--worker", worker.address,
                                   "--port", "0"], "tandem-coordinator")
-            stub = inference_pb2_grpc.InferenceStub(channel(coordinator.port))
-            stream = stub.GenerateStream(request(max_tokens=4000, ignore_eos=True),
-                                         timeout=CALL_TIMEOUT_S)
-            first = next(stream)  # the request runs on the worker
-            self.assertTrue(first.deltas)
-            worker.proc.send_signal(signal.SIGKILL)
-            worker.proc.wait(timeout=30)
-            with self.assertRaises(grpc.RpcError) as caught:
-                for _ in stream:
-                    pass
-            self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE,
-                             caught.exception.details())
+            # stream_client.client never retries; a stream that yielded
+            # tokens is never retried anyway.
+            with client(coordinator.port, CALL_TIMEOUT_S) as c:
+                stream = c.stream(request(max_tokens=4000, ignore_eos=True))
+                first = next(stream)  # the request runs on the worker
+                self.assertTrue(first.token_ids)
+                worker.proc.send_signal(signal.SIGKILL)
+                worker.proc.wait(timeout=30)
+                # Unavailable, not CompletionError (an OK status whose last
+                # message has an error field: code OK).
+                with self.assertRaises(tandem_client.TandemError) as caught:
+                    for _ in stream:
+                        pass
+            self.assertEqual(caught.exception.code, grpc.StatusCode.UNAVAILABLE,
+                             caught.exception.message)
+            self.assertIsInstance(caught.exception, tandem_client.Unavailable)
         finally:
             if coordinator is not None and coordinator.terminate(15) is None:
                 coordinator.kill()

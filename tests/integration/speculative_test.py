@@ -23,8 +23,8 @@ import threading
 import time
 import unittest
 
-from grpc_channel import model_info
 from server_process import Server
+from stream_client import model_info
 
 BIN = os.environ["TANDEM_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]

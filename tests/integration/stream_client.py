@@ -1,50 +1,68 @@
-"""An Inference.GenerateStream client for the integration tests, on grpcio:
-sends the requests of a JSONL request list (the subset the tests use: prompt /
-prompt_token_ids / messages, max_tokens, temperature, ignore_eos), each on its
-own connection from its own thread, all released at once, and records when
-every streamed message arrived. Those times are what show that the server
-streamed (tokens arrive over several messages, not in one at the end) and
-served the requests concurrently (many were mid-generation at the same
-moment) — things `tandem generate`'s output cannot show."""
+"""The integration tests' client of the coordinator's public API
+(tandem.v1.Inference), on tandem-client, the project's Python SDK
+(client/python, installed into the tests' venv by setup-test-venv.sh).
+
+`client(port)` is an SDK Client of 127.0.0.1:port that never retries (a
+test sees every UNAVAILABLE); `model_info(port)` its ModelInfo. The stream
+helpers send the requests of a JSONL request list (the subset the tests use:
+prompt / prompt_token_ids / messages, max_tokens, temperature, ignore_eos),
+each on its own connection from its own thread, all released at once, and
+record when every delta with tokens arrived. Those times are what show that
+the server streamed (tokens arrive over several messages, not in one at the
+end) and served the requests concurrently (many were mid-generation at the
+same moment) — things `tandem generate`'s output cannot show."""
 import threading
 import time
 
 import grpc
 
-from grpc_channel import channel
-from tandem.v1 import common_pb2, inference_pb2, inference_pb2_grpc
+import tandem_client
 
-# FinishReason → the names `tandem run --json` prints.
-FINISH_REASONS = {
-    common_pb2.FINISH_REASON_UNSPECIFIED: "none",
-    common_pb2.FINISH_REASON_STOP: "stop",
-    common_pb2.FINISH_REASON_LENGTH: "length",
-    common_pb2.FINISH_REASON_CANCELLED: "cancelled",
-    common_pb2.FINISH_REASON_ERROR: "error",
-}
+RPC_TIMEOUT = 10  # seconds, for a unary call
+
+# Delta.finish_reason → the names `tandem run --json` prints.
+FINISH_REASONS = {"": "none", "stop": "stop", "length": "length", "cancelled": "cancelled",
+                  "error": "error"}
 
 
-def generate_request(req):
-    """The GenerateRequest of one JSONL request dict."""
+def client(port, timeout=RPC_TIMEOUT, own_connection=False):
+    """A tandem_client.Client of 127.0.0.1:port with `timeout` as every
+    call's deadline and no retries (Backoff(max_retries=0)), so an
+    UNAVAILABLE reaches the test as it happened. It ignores any proxy set in
+    the environment (test traffic stays on loopback); with `own_connection`
+    it opens its own TCP connection instead of sharing one with the process's
+    other channels to the same address (grpcio's global subchannel pool)."""
+    options = [("grpc.enable_http_proxy", 0)]
+    if own_connection:
+        options.append(("grpc.use_local_subchannel_pool", 1))
+    return tandem_client.Client(f"127.0.0.1:{port}", timeout=timeout,
+                                backoff=tandem_client.Backoff(max_retries=0), options=options)
+
+
+def model_info(port):
+    """The tandem_client.ModelInfo of the coordinator on 127.0.0.1:port;
+    raises tandem_client.TandemError when the call fails."""
+    with client(port) as c:
+        return c.model_info()
+
+
+def sdk_arguments(req):
+    """Client.stream's keyword arguments for one JSONL request dict."""
     unknown = set(req) - {"prompt", "prompt_token_ids", "messages", "temperature", "max_tokens",
                           "ignore_eos"}
     assert not unknown, f"stream_client does not encode {sorted(unknown)}"
-    out = inference_pb2.GenerateRequest(decoding_mode=inference_pb2.DECODING_MODE_SAMPLING)
     if "prompt" in req:
-        out.text = req["prompt"]
+        kwargs = {"prompt": req["prompt"]}
     elif "prompt_token_ids" in req:
-        out.token_ids.ids.extend(req["prompt_token_ids"])
+        kwargs = {"prompt": req["prompt_token_ids"]}
     else:
-        out.chat.add_generation_prompt = True
-        for m in req["messages"]:
-            out.chat.messages.add(role=m["role"], content=m["content"])
-    if "temperature" in req:
-        out.sampling.temperature = req["temperature"]
-    if "max_tokens" in req:
-        out.sampling.max_tokens = req["max_tokens"]
+        kwargs = {"messages": req["messages"]}
+    for key in ("temperature", "max_tokens"):
+        if key in req:
+            kwargs[key] = req[key]
     if req.get("ignore_eos"):
-        out.sampling.ignore_eos = True
-    return out
+        kwargs["ignore_eos"] = True
+    return kwargs
 
 
 class StreamResult:
@@ -52,15 +70,15 @@ class StreamResult:
 
     def __init__(self):
         self.sent_at = None        # time.monotonic() when the call started
-        self.token_times = []      # arrival time of each message that carried tokens
+        self.token_times = []      # arrival time of each delta that carried tokens
         self.end_at = None         # when the stream ended
         self.token_ids = []
         self.text = ""
         self.finish_reason = "none"
         self.status = None         # the call's grpc.StatusCode (None: it never ended)
         self.details = ""          # the status's message, or why the stream is incomplete
-        self.error = ""            # the last message's error field
-        self.usage = None          # the last message's Usage
+        self.error = ""            # the last message's error field (the call ended OK)
+        self.usage = None          # the last message's tandem_client.Usage
 
     def as_line(self):
         """The fields `tandem run --json` prints for this completion."""
@@ -73,45 +91,44 @@ def generate_stream(port, req, timeout, start=None):
     with `timeout` as the call's deadline; waits on `start` (a
     threading.Event or Barrier) first when given."""
     result = StreamResult()
-    request = generate_request(req)
-    with channel(port, own_connection=True) as ch:
-        stub = inference_pb2_grpc.InferenceStub(ch)
+    with client(port, timeout, own_connection=True) as c:
         if start is not None:
             start.wait(timeout)
         result.sent_at = time.monotonic()
-        messages = 0
-        try:
-            for msg in stub.GenerateStream(request, timeout=timeout):
-                messages += 1
-                at = time.monotonic()
-                if fold_message(result, msg):
-                    result.token_times.append(at)
-            result.status = grpc.StatusCode.OK
-        except grpc.RpcError as e:
-            result.status, result.details = e.code(), e.details()
+        stream = c.stream(**sdk_arguments(req))
+        read_stream(stream, result)
         result.end_at = time.monotonic()
-    if result.status == grpc.StatusCode.OK and messages == 0:
+    result.usage = stream.usage
+    if result.status == grpc.StatusCode.OK and not stream.request_id:
         result.details = "the stream ended with OK but without a message"
     return result
 
 
-def fold_message(result, msg):
-    """Adds one GenerateStreamResponse to `result`; whether it carried tokens
-    of completion 0."""
-    tokens = 0
-    for delta in msg.deltas:
-        if delta.index != 0:
-            continue
-        result.token_ids.extend(delta.token_ids)
-        tokens += len(delta.token_ids)
-        result.text += delta.text
-        if delta.finish_reason != common_pb2.FINISH_REASON_UNSPECIFIED:
-            result.finish_reason = FINISH_REASONS[delta.finish_reason]
-    if msg.HasField("usage"):
-        result.usage = msg.usage
-    if msg.error:
-        result.error = msg.error
-    return tokens > 0
+def read_stream(stream, result):
+    """Folds every delta of a tandem_client.Stream into `result`, then its
+    outcome: status OK, or the failed call's code and message."""
+    try:
+        for delta in stream:
+            at = time.monotonic()
+            if fold_delta(result, delta):
+                result.token_times.append(at)
+        result.status = grpc.StatusCode.OK
+    except tandem_client.CompletionError as e:
+        result.status, result.error = grpc.StatusCode.OK, e.message
+    except tandem_client.TandemError as e:
+        result.status, result.details = e.code, e.message
+
+
+def fold_delta(result, delta):
+    """Adds one tandem_client.Delta to `result`; whether it carried tokens of
+    completion 0."""
+    if delta.index != 0:
+        return False
+    result.token_ids.extend(delta.token_ids)
+    result.text += delta.text
+    if delta.finish_reason:
+        result.finish_reason = FINISH_REASONS[delta.finish_reason]
+    return bool(delta.token_ids)
 
 
 def generate_concurrently(port, requests, timeout):

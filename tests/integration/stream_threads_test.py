@@ -10,8 +10,10 @@ call whose deadline passes ends with DEADLINE_EXCEEDED and its request is
 cancelled on the server too; SIGTERM with streams that outlast the 10 s grace
 period ends them and the coordinator exits 0.
 
-Client: grpcio with the stubs generated from proto/ (PYTHONPATH). Every wait
-is bounded.
+Client: tandem-client, the Python SDK, whose Client.stream starts the call
+at once (a Stream: cancel(), is_active(), request_id). It gets no retries
+(Backoff(max_retries=0)): a call that failed UNAVAILABLE must show as
+failed, not be sent again. Every wait is bounded.
 
 Env: TANDEM_COORDINATOR_BIN, TANDEM_MODEL.
 """
@@ -19,10 +21,8 @@ import os
 import time
 import unittest
 
-import grpc
-
+import tandem_client
 from server_process import Server
-from tandem.v1 import common_pb2, inference_pb2, inference_pb2_grpc
 
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]
@@ -32,18 +32,27 @@ RUNNING = 4  # --max-seqs
 NUM_CHANNELS = 4  # the streams share a few HTTP/2 connections, as clients do
 WAIT_S = 120
 CALL_TIMEOUT_S = 180  # bounds a call the server never ends
+NO_RETRIES = tandem_client.Backoff(max_retries=0)
 
 
 def long_request(i):
     """A request that cannot finish within the test: 8,000 tokens (the context
     is 8,192), no EOS."""
-    return inference_pb2.GenerateRequest(
-        request_id=f"stream-{i}", text=f"story {i}: once upon a time",
-        sampling=common_pb2.SamplingParams(max_tokens=8000, ignore_eos=True, temperature=0))
+    return dict(request_id=f"stream-{i}", prompt=f"story {i}: once upon a time",
+                max_tokens=8000, ignore_eos=True, temperature=0)
+
+
+def connect(server, timeout=CALL_TIMEOUT_S):
+    return tandem_client.Client(server.address, timeout=timeout, backoff=NO_RETRIES)
 
 
 def thread_count(pid):
     return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def read_all(stream):
+    for _ in stream:
+        pass
 
 
 class StreamThreadsTest(unittest.TestCase):
@@ -53,18 +62,16 @@ class StreamThreadsTest(unittest.TestCase):
         cls.server = Server([COORDINATOR, "--local", "--model", MODEL, "--port", "0",
                              "--host", "127.0.0.1", "--threads", "2", "--max-seqs", str(RUNNING)],
                             "tandem-coordinator")
-        cls.channels = [grpc.insecure_channel(cls.server.address) for _ in range(NUM_CHANNELS)]
-        cls.stubs = [inference_pb2_grpc.InferenceStub(c) for c in cls.channels]
+        cls.clients = [connect(cls.server) for _ in range(NUM_CHANNELS)]
 
     @classmethod
     def tearDownClass(cls):
-        for c in cls.channels:
+        for c in cls.clients:
             c.close()
         cls.server.kill()
 
     def load(self):
-        info = self.stubs[0].ModelInfo(inference_pb2.ModelInfoRequest(), timeout=30)
-        return sum(g.load for g in info.worker_groups)
+        return sum(g.load for g in self.clients[0].model_info().worker_groups)
 
     def wait_load(self, want):
         """Polls ModelInfo until the scheduler holds `want` requests (bounded)."""
@@ -77,52 +84,51 @@ class StreamThreadsTest(unittest.TestCase):
 
     def assert_serves(self):
         self.assertIsNone(self.server.proc.poll(), self.server.stderr()[-2000:])
-        response = self.stubs[0].Generate(inference_pb2.GenerateRequest(
-            text="hello", sampling=common_pb2.SamplingParams(max_tokens=4, ignore_eos=True,
-                                                              temperature=0)), timeout=60)
+        with connect(self.server, timeout=60) as c:
+            response = c.generate("hello", max_tokens=4, ignore_eos=True, temperature=0)
         self.assertEqual(len(response.completions), 1)
         self.assertEqual(len(response.completions[0].token_ids), 4)
+
+    def assert_streams(self, streams):
+        """Each of `streams` yields its next delta, of its own request."""
+        for j, s in enumerate(streams):
+            next(s)
+            self.assertEqual(s.request_id, f"stream-{j}")
 
     def test_thousand_open_streams_hold_at_most_32_threads(self):
         pid = self.server.proc.pid
         idle_threads = thread_count(pid)
-        calls = []
+        streams = []
         try:
             # The first RUNNING calls fill the running batch and stream; the
             # rest queue behind them.
             for i in range(NUM_STREAMS):
-                stub = self.stubs[i % NUM_CHANNELS]
-                calls.append(stub.GenerateStream(long_request(i), timeout=CALL_TIMEOUT_S))
+                streams.append(self.clients[i % NUM_CHANNELS].stream(**long_request(i)))
                 if i + 1 == RUNNING:
-                    for j, c in enumerate(calls):
-                        self.assertEqual(next(c).request_id, f"stream-{j}")
+                    self.assert_streams(streams)
             self.wait_load(NUM_STREAMS)
             open_threads = thread_count(pid)
             print(f"\ncoordinator threads: {idle_threads} idle, {open_threads} with "
                   f"{NUM_STREAMS} open streams")
-            self.assertTrue(all(c.is_active() for c in calls), "a stream ended early")
+            self.assertTrue(all(s.is_active() for s in streams), "a stream ended early")
             self.assertLessEqual(open_threads, MAX_THREADS)
             # The running streams keep streaming meanwhile.
-            for j, c in enumerate(calls[:RUNNING]):
-                self.assertEqual(next(c).request_id, f"stream-{j}")
+            self.assert_streams(streams[:RUNNING])
         finally:
-            for c in calls:
-                c.cancel()
+            # cancel() is True only for a call still open: none ended otherwise.
+            cancelled = [s.cancel() for s in streams]
         self.wait_load(0)
-        for c in calls:
-            self.assertEqual(c.code(), grpc.StatusCode.CANCELLED)
+        self.assertEqual(cancelled.count(False), 0, "streams ended before they were cancelled")
         self.assert_serves()
 
     def test_deadline_ends_calls_and_cancels_requests(self):
-        calls = [self.stubs[0].GenerateStream(long_request(i), timeout=2) for i in range(8)]
-        for c in calls:
-            with self.assertRaises(grpc.RpcError) as raised:
-                for _ in c:
-                    pass
-            self.assertEqual(raised.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
-        with self.assertRaises(grpc.RpcError) as raised:
-            self.stubs[1].Generate(long_request(8), timeout=2)
-        self.assertEqual(raised.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        with connect(self.server, timeout=2) as c:
+            streams = [c.stream(**long_request(i)) for i in range(8)]
+            for s in streams:
+                with self.assertRaises(tandem_client.DeadlineExceeded):
+                    read_all(s)
+            with self.assertRaises(tandem_client.DeadlineExceeded):
+                c.generate(**long_request(8))
         self.wait_load(0)
         self.assertIn("the request's deadline passed", self.server.stderr())
         self.assert_serves()
@@ -133,25 +139,22 @@ class SigtermWithOpenStreamsTest(unittest.TestCase):
         server = Server([COORDINATOR, "--local", "--model", MODEL, "--port", "0",
                          "--host", "127.0.0.1", "--threads", "2", "--max-seqs", str(RUNNING)],
                         "tandem-coordinator")
-        channel = grpc.insecure_channel(server.address)
+        c = connect(server)
         try:
-            stub = inference_pb2_grpc.InferenceStub(channel)
-            # RUNNING calls stream (read one message each), as many more queue.
-            calls = [stub.GenerateStream(long_request(i), timeout=CALL_TIMEOUT_S)
-                     for i in range(RUNNING)]
-            for j, c in enumerate(calls):
-                self.assertEqual(next(c).request_id, f"stream-{j}")
-            calls += [stub.GenerateStream(long_request(RUNNING + i), timeout=CALL_TIMEOUT_S)
-                      for i in range(RUNNING)]
+            # RUNNING calls stream (read one delta each), as many more queue.
+            streams = [c.stream(**long_request(i)) for i in range(RUNNING)]
+            for j, s in enumerate(streams):
+                next(s)
+                self.assertEqual(s.request_id, f"stream-{j}")
+            streams += [c.stream(**long_request(RUNNING + i)) for i in range(RUNNING)]
             # Streams that cannot finish within the 10 s grace period are
             # cancelled by the server's Shutdown deadline; the process exits.
             self.assertEqual(server.terminate(60), 0, server.stderr()[-2000:])
-            for c in calls:
-                with self.assertRaises(grpc.RpcError):
-                    for _ in c:
-                        pass
+            for s in streams:
+                with self.assertRaises(tandem_client.TandemError):
+                    read_all(s)
         finally:
-            channel.close()
+            c.close()
             server.kill()
 
 

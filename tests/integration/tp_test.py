@@ -14,11 +14,12 @@ quantizes activations per rank, so a near-tie between two tokens may flip
 between TP sizes; it is compared with `tandem run` at TP = 1 in
 cluster_test.py instead.
 
-The requests go through stream_client (Inference.GenerateStream, one
-connection and thread each, all released together), so the test also checks
-that they really streamed (tokens arrived over several messages) and really
-ran concurrently (most were mid-generation at the same moment) — a server
-that answered at the end, or one request at a time, fails. Then SIGTERM to
+The requests go through stream_client (Inference.GenerateStream through the
+Python SDK, tandem-client, with no retries; one connection and thread each,
+all released together), so the test also checks that they really streamed
+(tokens arrived over several messages) and really ran concurrently (most
+were mid-generation at the same moment) — a server that answered at the
+end, or one request at a time, fails. Then SIGTERM to
 the coordinator and the worker group: every process (every rank) is gone
 within 15 s. Every wait is bounded; ports are chosen by the OS. TP 2 and 3
 are skipped when mpirun is missing or cannot start processes here.

@@ -23,7 +23,7 @@ import threading
 import time
 import unittest
 
-from grpc_channel import model_info
+from stream_client import model_info
 
 BIN = os.environ["TANDEM_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]

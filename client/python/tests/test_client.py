@@ -1,10 +1,12 @@
 """tandem-client against a real coordinator (conftest.py): every call of
-Client and AsyncClient, errors by status, deadlines, and retries on
-UNAVAILABLE before the first token (never after)."""
+Client and AsyncClient, streams (request id, usage, cancel), requests built
+and then changed, ModelInfo's counters, errors by status, deadlines, and
+retries on UNAVAILABLE before the first token (never after)."""
 import asyncio
 import threading
 import time
 
+import grpc
 import pytest
 
 import tandem_client
@@ -47,6 +49,58 @@ def test_stream_adds_up_to_generate(client):
     assert "".join(d.text for d in deltas) == full.text
     assert [t for d in deltas for t in d.token_ids] == full.token_ids
     assert deltas[-1].finish_reason == "length"
+
+
+def test_stream_knows_its_request_id_and_usage(client):
+    stream = client.stream(PROMPT, max_tokens=6, temperature=0, ignore_eos=True,
+                           request_id="stream-7")
+    assert stream.request_id == "" and stream.usage is None  # no message read yet
+    tokens = [t for d in stream for t in d.token_ids]
+    assert stream.request_id == "stream-7"
+    assert stream.usage.completion_tokens == len(tokens) == 6
+    assert stream.usage.prompt_tokens == len(client.tokenize(PROMPT))
+    assert not stream.is_active()
+    assert not stream.cancel()  # it had ended
+
+
+def test_cancel_a_stream(client):
+    with client.stream(PROMPT, max_tokens=4000, ignore_eos=True) as stream:
+        assert next(stream).token_ids
+        assert stream.is_active()
+        assert stream.cancel()
+        assert not stream.is_active()
+        with pytest.raises(tandem_client.TandemError) as e:
+            next(stream)
+        assert e.value.code == grpc.StatusCode.CANCELLED
+    assert not stream.cancel()
+
+
+def test_a_request_built_then_changed_is_sent_as_is(client):
+    request = tandem_client.build_request(PROMPT, max_tokens=3, temperature=0, ignore_eos=True,
+                                          request_id="built-1")
+    r = client.generate(request)
+    assert (r.request_id, len(r.completions[0].token_ids)) == ("built-1", 3)
+    assert [t for d in client.stream(request) for t in d.token_ids] == r.completions[0].token_ids
+    request.decoding_mode = 99  # no keyword argument sends this
+    with pytest.raises(tandem_client.InvalidRequest) as e:
+        client.generate(request)
+    assert "decoding_mode 99" in e.value.message
+    with pytest.raises(TypeError):
+        client.generate(request, max_tokens=3)
+
+
+def test_model_info_counts_the_work(client):
+    before = client.model_info().worker_groups[0]
+    client.generate(PROMPT, max_tokens=5, temperature=0, ignore_eos=True)
+    info = client.model_info()
+    after = info.worker_groups[0]
+    assert after.healthy and not after.draining
+    # (The last step's counts may land just after the response.)
+    assert after.num_generated_tokens > before.num_generated_tokens
+    assert after.num_steps > before.num_steps
+    assert 0 <= after.num_blocks_used <= after.num_blocks_total and after.num_blocks_total > 0
+    assert "sampling" in info.decoding_modes and "beam_search" in info.decoding_modes
+    assert info.draft_workers == []
 
 
 def test_chat_and_samples_with_a_seed(client):
@@ -121,9 +175,16 @@ def test_async_client(address):
     async def run():
         async with AsyncClient(address, timeout=120) as c:
             r = await c.generate(PROMPT, max_tokens=5, temperature=0, ignore_eos=True)
-            deltas = [d async for d in c.stream(PROMPT, max_tokens=5, temperature=0,
-                                                ignore_eos=True)]
+            stream = c.stream(PROMPT, max_tokens=5, temperature=0, ignore_eos=True,
+                              request_id="async-1")
+            deltas = [d async for d in stream]
             assert "".join(d.text for d in deltas) == r.completions[0].text
+            assert (stream.request_id, stream.usage.completion_tokens) == ("async-1", 5)
+            async with c.stream(PROMPT, max_tokens=4000, ignore_eos=True) as stream:
+                assert (await stream.__anext__()).token_ids
+                assert stream.is_active() and stream.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await stream.__anext__()
             assert await c.detokenize(await c.tokenize(PROMPT)) == PROMPT
             assert (await c.model_info()).vocab_size == 49152
             assert await c.health()

@@ -4,7 +4,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 from tandem_client import types
 from tandem_client.v1 import common_pb2, inference_pb2
 
-Prompt = Union[str, Sequence[int]]
+# A text or token-id prompt, or a GenerateRequest sent as it is.
+Prompt = Union[str, Sequence[int], inference_pb2.GenerateRequest]
 
 _FINISH = {
     common_pb2.FINISH_REASON_UNSPECIFIED: "",
@@ -26,7 +27,11 @@ def request(prompt: Optional[Prompt] = None, messages: Optional[Iterable[Dict[st
             **sampling) -> inference_pb2.GenerateRequest:
     """A GenerateRequest: a text or token-id prompt, or chat `messages`; the
     sampling keyword arguments of SAMPLING_FIELDS (unset ones take the
-    server's defaults); num_beams > 1 asks for beam search."""
+    server's defaults); num_beams > 1 asks for beam search. A GenerateRequest
+    given as `prompt` is returned as it is (no other argument allowed)."""
+    if isinstance(prompt, inference_pb2.GenerateRequest):
+        return _as_is(prompt, messages, stop, stop_token_ids, num_beams, request_id, priority,
+                      sampling)
     unknown = set(sampling) - set(SAMPLING_FIELDS)
     if unknown:
         raise TypeError(f"unknown sampling arguments: {sorted(unknown)}; "
@@ -56,6 +61,14 @@ def request(prompt: Optional[Prompt] = None, messages: Optional[Iterable[Dict[st
     return r
 
 
+def _as_is(request, *others):
+    """`request` unchanged when no argument of `others` is given; else TypeError."""
+    if any(o for o in others):
+        raise TypeError("a GenerateRequest is sent as it is: give no other argument "
+                        "(set its fields instead)")
+    return request
+
+
 def positions(items) -> List[types.PositionLogprobs]:
     return [types.PositionLogprobs(p.token, p.logprob,
                                    [types.TokenLogprob(t.token, t.logprob) for t in p.top_logprobs])
@@ -83,13 +96,22 @@ def deltas(message) -> List[types.Delta]:
                         positions(d.logprobs), d.replace) for d in message.deltas]
 
 
+def worker_group(g) -> types.WorkerGroup:
+    return types.WorkerGroup(
+        g.address, g.healthy, g.load, g.draining, g.num_steps, g.step_ms, g.worker_step_ms,
+        g.num_generated_tokens, g.num_prompt_tokens_computed, g.num_preemptions,
+        g.num_blocks_used, g.num_blocks_total, g.num_speculative_rounds, g.num_draft_tokens,
+        g.num_accepted_tokens)
+
+
+def decoding_mode(value) -> str:
+    """DECODING_MODE_BEAM_SEARCH → "beam_search"."""
+    return inference_pb2.DecodingMode.Name(value)[len("DECODING_MODE_"):].lower()
+
+
 def model_info(m) -> types.ModelInfo:
     return types.ModelInfo(m.model_name, m.vocab_size, m.context_length, list(m.eos_token_ids),
-                           m.has_chat_template,
-                           [types.WorkerGroup(g.address, g.healthy, g.load)
-                            for g in m.worker_groups])
-
-
-def stream_error(message) -> Optional[str]:
-    """The error a stream's last message carries (a completion failed), or None."""
-    return message.error or None
+                           m.has_chat_template, [worker_group(g) for g in m.worker_groups],
+                           [decoding_mode(d) for d in m.decoding_modes],
+                           [types.DraftWorker(d.address, d.healthy, d.model_name)
+                            for d in m.draft_workers])

@@ -1,12 +1,13 @@
 """AsyncClient: the tandem-client API on grpc.aio (asyncio)."""
 import asyncio
-from typing import AsyncIterator, Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tandem_client import _convert, errors, types
 from tandem_client.client import DEFAULT_TIMEOUT, Backoff
+from tandem_client.stream import AsyncStream
 from tandem_client.v1 import inference_pb2, inference_pb2_grpc
 
 
@@ -53,29 +54,12 @@ class AsyncClient:
         return _convert.result(
             await self._call(self._stub.Generate, _convert.request(messages=messages, **kwargs)))
 
-    async def stream(self, prompt: Optional[_convert.Prompt] = None, *,
-                     messages: Optional[Iterable[Dict[str, str]]] = None,
-                     **kwargs) -> AsyncIterator[types.Delta]:
-        """As Client.stream."""
+    def stream(self, prompt: Optional[_convert.Prompt] = None, *,
+               messages: Optional[Iterable[Dict[str, str]]] = None, **kwargs) -> AsyncStream:
+        """As Client.stream: an AsyncStream (`async for`)."""
         request = _convert.request(prompt, messages, **kwargs)
-        delays = self.backoff.delays()
-        while True:
-            yielded = False
-            try:
-                async for message in self._stub.GenerateStream(request, timeout=self.timeout):
-                    error = _convert.stream_error(message)
-                    if error:
-                        raise errors.Unavailable(grpc.StatusCode.UNAVAILABLE, error)
-                    for delta in _convert.deltas(message):
-                        yielded = True
-                        yield delta
-                return
-            except grpc.aio.AioRpcError as e:
-                retry = not yielded and e.code() == grpc.StatusCode.UNAVAILABLE
-                delay = next(delays, None) if retry else None
-                if delay is None:
-                    raise errors.from_rpc_error(e) from None
-                await asyncio.sleep(delay)
+        return AsyncStream(lambda: self._stub.GenerateStream(request, timeout=self.timeout),
+                           self.backoff)
 
     async def tokenize(self, text: str) -> List[int]:
         """As Client.tokenize."""

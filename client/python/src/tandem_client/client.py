@@ -1,11 +1,12 @@
 """Client: the synchronous tandem-client API over one gRPC channel."""
 import time
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tandem_client import _convert, errors, types
+from tandem_client.stream import Stream
 from tandem_client.v1 import inference_pb2, inference_pb2_grpc
 
 DEFAULT_TIMEOUT = 600.0
@@ -72,7 +73,8 @@ class Client:
         arguments: the sampling fields (temperature, top_k, top_p, min_p,
         repetition_penalty, presence_penalty, frequency_penalty, seed,
         max_tokens, min_tokens, ignore_eos, logprobs, n, prompt_logprobs),
-        stop, stop_token_ids, num_beams, request_id, priority."""
+        stop, stop_token_ids, num_beams, request_id, priority. `prompt` may
+        instead be a whole GenerateRequest (see build_request), sent as it is."""
         return _convert.result(self._call(self._stub.Generate, _convert.request(prompt, **kwargs)))
 
     def chat(self, messages: Iterable[Dict[str, str]], **kwargs) -> types.GenerateResult:
@@ -82,29 +84,13 @@ class Client:
             self._call(self._stub.Generate, _convert.request(messages=messages, **kwargs)))
 
     def stream(self, prompt: Optional[_convert.Prompt] = None, *,
-               messages: Optional[Iterable[Dict[str, str]]] = None,
-               **kwargs) -> Iterator[types.Delta]:
-        """Yields the deltas of a prompt's (or conversation's) completions as
-        they are generated; raises when the stream fails."""
+               messages: Optional[Iterable[Dict[str, str]]] = None, **kwargs) -> Stream:
+        """Starts generating a prompt's (or conversation's) completions; the
+        Stream returned yields their deltas as they are generated and raises
+        when the call fails (see Stream: request_id, usage, cancel)."""
         request = _convert.request(prompt, messages, **kwargs)
-        delays = self.backoff.delays()
-        while True:
-            yielded = False
-            try:
-                for message in self._stub.GenerateStream(request, timeout=self.timeout):
-                    error = _convert.stream_error(message)
-                    if error:
-                        raise errors.Unavailable(grpc.StatusCode.UNAVAILABLE, error)
-                    for delta in _convert.deltas(message):
-                        yielded = True
-                        yield delta
-                return
-            except grpc.RpcError as e:
-                retry = not yielded and e.code() == grpc.StatusCode.UNAVAILABLE
-                delay = next(delays, None) if retry else None
-                if delay is None:
-                    raise errors.from_rpc_error(e) from None
-                time.sleep(delay)
+        return Stream(lambda: self._stub.GenerateStream(request, timeout=self.timeout),
+                      self.backoff)
 
     def tokenize(self, text: str) -> List[int]:
         """The token ids of `text`."""

@@ -21,6 +21,13 @@ class Unavailable(TandemError):
     """UNAVAILABLE: no worker group (or the coordinator) is reachable right now."""
 
 
+class CompletionError(TandemError):
+    """A stream whose call ended OK (code OK) while its last message carried
+    an error: some completion finished with FINISH_REASON_ERROR. tandem's
+    coordinator ends such a call with the error's status instead (raised as
+    that status's exception); this is for a server that only sets the field."""
+
+
 class ResourceExhausted(TandemError):
     """RESOURCE_EXHAUSTED: the server is over capacity; try later."""
 

@@ -57,9 +57,32 @@ class Delta:
 
 @dataclass
 class WorkerGroup:
+    """One target worker group (model replica) as the coordinator sees it.
+    The counters are totals since the group was added; the difference of two
+    model_info() calls gives rates and shares."""
+    address: str  # its rank 0's "host:port", or "local"
+    healthy: bool  # False while it is lost and being reconnected
+    load: int  # requests queued or running on it
+    draining: bool = False  # discovery no longer lists it: no new requests
+    num_steps: int = 0  # scheduler steps run on it
+    step_ms: float = 0.0  # their wall time in the coordinator
+    worker_step_ms: float = 0.0  # the part the worker spent inside its steps
+    num_generated_tokens: int = 0
+    num_prompt_tokens_computed: int = 0  # prefix-cache hits excluded
+    num_preemptions: int = 0
+    num_blocks_used: int = 0  # KV cache blocks in use, of num_blocks_total
+    num_blocks_total: int = 0
+    num_speculative_rounds: int = 0  # verification rounds
+    num_draft_tokens: int = 0  # draft tokens verified
+    num_accepted_tokens: int = 0  # of those, accepted
+
+
+@dataclass
+class DraftWorker:
+    """One draft worker (speculative decoding) as the coordinator sees it."""
     address: str
-    healthy: bool
-    load: int
+    healthy: bool  # False while it does not answer (it is retried)
+    model_name: str
 
 
 @dataclass
@@ -70,3 +93,6 @@ class ModelInfo:
     eos_token_ids: List[int]
     has_chat_template: bool
     worker_groups: List[WorkerGroup]
+    # The decoding modes the server accepts: "sampling", "beam_search", "speculative".
+    decoding_modes: List[str] = field(default_factory=list)
+    draft_workers: List[DraftWorker] = field(default_factory=list)
