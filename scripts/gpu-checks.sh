@@ -14,9 +14,10 @@ here="${GPU_PACK:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
 model="$1"
 out="$2"
 mkdir -p "$out"
-# cuBLAS and the driver from this machine, wherever its CUDA put them.
+# cuBLAS, NCCL and the driver from this machine, wherever its CUDA put them.
 cublas="$(find /usr/local /opt /usr/lib -name 'libcublas.so.13' 2>/dev/null | head -1)"
-export TANDEM_CUDA_LIBS="$(dirname "${cublas:-/usr/local/cuda/lib64/x}"):/usr/local/nvidia/lib64:/usr/lib/x86_64-linux-gnu"
+nccl="$(find /usr/local /opt /usr/lib -name 'libnccl.so.2' 2>/dev/null | head -1)"
+export TANDEM_CUDA_LIBS="$(dirname "${cublas:-/usr/local/cuda/lib64/x}"):$(dirname "${nccl:-/usr/local/cuda/lib64/x}"):/usr/local/nvidia/lib64:/usr/lib/x86_64-linux-gnu"
 export TANDEM_MODEL="$model"
 failed=0
 check() {  # check NAME TIMEOUT_S COMMAND...
@@ -29,7 +30,7 @@ check() {  # check NAME TIMEOUT_S COMMAND...
   [ $rc -eq 0 ] || { failed=1; tail -25 "$out/$name.log"; }
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-echo "cuBLAS: ${cublas:-not found}"
+echo "cuBLAS: ${cublas:-not found}; NCCL: ${nccl:-not found}"
 if [ "${SKIP_KERNEL_TESTS:-0}" != 1 ]; then
   check kernel_tests 240 "$here/bin/cuda_gpu_kernel_tests" --gtest_filter='-*EnvironmentOrder*' \
     --gtest_output="xml:$out/kernel_tests.xml"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real-GPU variant of tandem (-DTANDEM_CUDA_RUNTIME=gpu, nvcc for
 # sm_80/sm_90) into build-gpu/ and packs what scripts/gpu-checks.sh runs into
-# one self-contained folder for a GPU machine that has the CUDA driver and
-# cuBLAS but none of tandem's other libraries: stripped binaries, every
+# one self-contained folder for a GPU machine that has the CUDA driver,
+# cuBLAS and NCCL but none of tandem's other libraries: stripped binaries, every
 # shared library they load except the CUDA driver and cuBLAS (glibc and its
 # loader included, so the host's glibc version does not matter), the tests'
 # scripts and the model. Needs nvcc here; no GPU.
@@ -34,10 +34,10 @@ exec "\$here/lib/ld-linux-x86-64.so.2" --library-path "\$here/lib:\${TANDEM_CUDA
 WRAP
   chmod +x "$out/bin/$t"
 done
-# Shared libraries, resolved here; the driver (libcuda) and cuBLAS come from
-# the GPU machine (TANDEM_CUDA_LIBS), matching its driver.
+# Shared libraries, resolved here; the driver (libcuda), cuBLAS and NCCL
+# (200+ MB) come from the GPU machine (TANDEM_CUDA_LIBS), matching its driver.
 ldd "$out"/libexec/* | awk '/=> \// {print $3} /^\t\/.*ld-linux/ {print $1}' | sort -u |
-  grep -v -e libcuda -e libcublas | while read -r lib; do
+  grep -v -e libcuda -e libcublas -e libnccl | while read -r lib; do
     cp -L "$lib" "$out/lib/"
   done
 strip --strip-unneeded "$out"/lib/*.so* 2>/dev/null || true

@@ -4,7 +4,7 @@
 //   tandem-worker --model PATH [--host 127.0.0.1] [--port 0] [--kv-cache-bytes N | --kv-blocks N]
 //                 [--block-size 16] [--threads 0] [--precision fast|reference]
 //                 [--device cpu|cuda] [--cuda-weights bf16|native]
-//                 [--gpu-memory-fraction 0.9] [--max-batched-tokens 2048]
+//                 [--gpu-memory-fraction 0.9] [--max-batched-tokens 2048] [--gpus 0,1,...]
 //                 [--speculative ngram|layer-skip:L|model[:PATH]]
 // Rank 0 serves tandem.v1.TargetWorker, grpc.health.v1 and server reflection
 // and, once serving, prints exactly one line "tandem-worker listening on
@@ -85,6 +85,9 @@ ABSL_FLAG(double, gpu_memory_fraction, 0.9,
           "cache unless --kv-blocks is set)");
 ABSL_FLAG(int32_t, max_batched_tokens, 2048,
           "--device cuda: most tokens of one step (device scratch is sized for it)");
+ABSL_FLAG(std::string, gpus, "",
+          "--device cuda: device ordinals of this node's ranks, by local rank (e.g. 0,1,2,3); "
+          "empty: local rank r uses device r");
 ABSL_FLAG(std::string, speculative, "",
           "Also serve tandem.v1.Draft on this port with a draft of this kind: ngram, "
           "layer-skip:L (this model's first L layers) or model[:PATH] (default: this model); "
@@ -208,7 +211,8 @@ absl::StatusOr<WorkerConfig> ReadConfig() {
                    device::ParseDeviceFlags({absl::GetFlag(FLAGS_device),
                                              absl::GetFlag(FLAGS_cuda_weights),
                                              absl::GetFlag(FLAGS_gpu_memory_fraction),
-                                             absl::GetFlag(FLAGS_max_batched_tokens)}));
+                                             absl::GetFlag(FLAGS_max_batched_tokens),
+                                             absl::GetFlag(FLAGS_gpus)}));
   config.model_options.cpu_weights = device::CpuWeightsFor(config.device.device);
   return config;
 }
@@ -345,7 +349,7 @@ int main(int argc, char** argv) {
   if (!target.ok()) return Fail(target.status());
   if (group.comm->rank() != 0) {
     absl::Status followed =
-        tp::RunFollower(target->model.get(), target->exec_config, group.comm.get());
+        tp::RunFollower(target->runner.get(), target->exec_config, group.comm.get());
     if (!followed.ok()) return Fail(followed);
     return 0;
   }

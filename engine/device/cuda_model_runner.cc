@@ -37,16 +37,25 @@ int64_t KvDtypeBytes(kernels::KvDtype dtype) {
 absl::StatusOr<std::unique_ptr<CudaModelRunner>> CudaModelRunner::Create(
     model::Model* model, const CudaOptions& options) {
   RETURN_IF_ERROR(ValidateCudaOptions(options));
-  if (model->shard().world_size != 1) {
+  const parallel::TpShard& shard = model->shard();
+  if (shard.world_size > 1 && model->communicator() == nullptr) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "--device cuda runs tensor-parallel size 1 only (NCCL is not built yet); this model is "
-        "rank %d of %d", model->shard().rank, model->shard().world_size));
+        "tensor-parallel rank %d of %d has no communicator", shard.rank, shard.world_size));
   }
+  int device_count = 0;
+  RETURN_IF_ERROR(cuda::CudaStatus(cudaGetDeviceCount(&device_count), "cudaGetDeviceCount"));
+  ASSIGN_OR_RETURN(const int ordinal,
+                   DeviceOrdinalFor(options.gpus, LocalRank(shard.rank), device_count));
+  RETURN_IF_ERROR(cuda::CudaStatus(cudaSetDevice(ordinal), "cudaSetDevice"));
   cudaStream_t stream = nullptr;
   RETURN_IF_ERROR(cuda::CudaStatus(cudaStreamCreate(&stream), "cudaStreamCreate"));
   std::unique_ptr<CudaModelRunner> runner(new CudaModelRunner(model, options, stream));
+  runner->device_ordinal_ = ordinal;
   ASSIGN_OR_RETURN(runner->weights_, UploadWeights(model->weights(), options.weights, stream));
   RETURN_IF_ERROR(runner->AllocateScratch());
+  if (shard.world_size > 1) {
+    ASSIGN_OR_RETURN(runner->comm_, DeviceCommunicator::Create(model->communicator()));
+  }
   return runner;
 }
 
@@ -126,7 +135,12 @@ absl::StatusOr<int32_t> CudaModelRunner::NumKvBlocksForMemoryFraction(double fra
   return static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX));
 }
 
+absl::Status CudaModelRunner::SelectDevice() const {
+  return cuda::CudaStatus(cudaSetDevice(device_ordinal_), "cudaSetDevice");
+}
+
 absl::Status CudaModelRunner::ResetKvCache(int32_t num_blocks, int32_t block_size) {
+  RETURN_IF_ERROR(SelectDevice());
   kv_ = DeviceBuffer();  // release the old cache before allocating the new one
   batch_.reset();
   num_blocks_ = 0;

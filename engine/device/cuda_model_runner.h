@@ -20,7 +20,15 @@
 //
 // Built twice from the same sources: against the real CUDA runtime and
 // cuBLAS, and against the emulator (TANDEM_CUDA_EMULATION), where it runs
-// on the CPU. Tensor parallelism on the device (NCCL) is not built yet.
+// on the CPU.
+//
+// Tensor parallelism: a sharded model (ModelOptions::tp_world_size > 1)
+// holds its rank's KV heads and FFN columns, exactly as on the CPU; after
+// attention-out and FFN-down the partial outputs are summed across the group
+// on the device (DeviceCommunicator: NCCL, or the host Communicator under
+// emulation) before joining the residual. Each rank runs on the device its
+// local rank selects (CudaOptions::gpus); every entry point selects it again
+// for the calling thread.
 //
 // Thread-safety: as ModelRunner.
 #ifndef TANDEM_ENGINE_DEVICE_CUDA_MODEL_RUNNER_H_
@@ -31,6 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/device/device_batch.h"
+#include "engine/device/device_communicator.h"
 #include "engine/device/device_options.h"
 #include "engine/device/device_weights.h"
 #include "engine/model/model_runner.h"
@@ -50,7 +59,10 @@ class CudaModelRunner : public model::ModelRunner {
  public:
   // Uploads `model`'s weights (loaded with ModelOptions::cpu_weights =
   // false; `model` must outlive the runner) and allocates the scratch.
-  // InvalidArgument for bad options or a tensor-parallel model;
+  // With a sharded model this is a collective: every rank of the group calls
+  // it together (it joins the device communicator). InvalidArgument for bad
+  // options, a sharded model without a communicator or a device ordinal this
+  // node lacks;
   // ResourceExhausted when device memory runs out; INTERNAL for a CUDA error.
   static absl::StatusOr<std::unique_ptr<CudaModelRunner>> Create(model::Model* model,
                                                                  const CudaOptions& options);
@@ -73,6 +85,10 @@ class CudaModelRunner : public model::ModelRunner {
  private:
   CudaModelRunner(model::Model* model, const CudaOptions& options, cudaStream_t stream);
   absl::Status AllocateScratch();
+  // Makes device_ordinal_ the calling thread's current device.
+  absl::Status SelectDevice() const;
+  // Tensor parallelism: out_ (this rank's partial) <- the group's sum.
+  absl::Status ReducePartials();
   int64_t KvBytesPerBlock(int32_t block_size) const;
   // Layer `layer`'s K or V pages (plane 0 / 1).
   void* KvPlane(int32_t layer, int plane) const;
@@ -90,6 +106,8 @@ class CudaModelRunner : public model::ModelRunner {
   model::Model* model_;
   CudaOptions options_;
   cudaStream_t stream_ = nullptr;
+  int device_ordinal_ = 0;
+  std::unique_ptr<DeviceCommunicator> comm_;  // null for a group of one
   DeviceWeights weights_;
   std::unique_ptr<cuda::Gemm> gemm_;
   std::optional<DeviceBatch> batch_;  // made at ResetKvCache (depends on block_size)

@@ -45,6 +45,7 @@ absl::Status CudaModelRunner::Project(const kernels::WeightView& w, const float*
 absl::Status CudaModelRunner::Forward(std::span<const model::ForwardSequence> batch,
                                       float* logits) {
   if (num_blocks_ == 0 || !batch_.has_value()) return NoCacheError();
+  RETURN_IF_ERROR(SelectDevice());
   RETURN_IF_ERROR(model_->ValidateBatch(batch, num_blocks_, block_size_));
   RETURN_IF_ERROR(batch_->Upload(batch, stream_));
   const model::ModelConfig& c = model_->config();
@@ -88,13 +89,21 @@ absl::Status CudaModelRunner::Layer(int32_t layer) {
                                 batch_->slots(), n, stream_));
   RETURN_IF_ERROR(Attention(layer));
   RETURN_IF_ERROR(Project(w.wo.view, attn_.as<float>(), n, out_.as<float>()));
+  RETURN_IF_ERROR(ReducePartials());
   // Feed-forward block.
   RETURN_IF_ERROR(
       cuda::AddRmsNorm(x, out_.as<float>(), w.ffn_norm.as<float>(), h, norm, stream_));
   RETURN_IF_ERROR(Project(w.w_gate.view, h, n, gate_.as<float>()));
   RETURN_IF_ERROR(Project(w.w_up.view, h, n, up_.as<float>()));
   RETURN_IF_ERROR(cuda::SiluMul(gate_.as<float>(), up_.as<float>(), n * ffn_, stream_));
-  return Project(w.w_down.view, gate_.as<float>(), n, out_.as<float>());
+  RETURN_IF_ERROR(Project(w.w_down.view, gate_.as<float>(), n, out_.as<float>()));
+  return ReducePartials();
+}
+
+absl::Status CudaModelRunner::ReducePartials() {
+  if (comm_ == nullptr) return absl::OkStatus();
+  return comm_->AllReduceSum(out_.as<float>(), batch_->num_tokens() * model_->config().hidden_dim,
+                             stream_);
 }
 
 absl::Status CudaModelRunner::Attention(int32_t layer) {
@@ -170,6 +179,7 @@ absl::Status CudaModelRunner::Head(std::span<const model::ForwardSequence> batch
 
 absl::Status CudaModelRunner::CopyBlocks(std::span<const kv::BlockCopy> copies) {
   if (num_blocks_ == 0) return NoCacheError();
+  RETURN_IF_ERROR(SelectDevice());
   // CopyKvBlocks runs its copies concurrently: a group ends before a copy
   // that reads a block the group writes or writes one it reads or writes,
   // which keeps the orders' sequential meaning.

@@ -1,6 +1,10 @@
 #include "engine/device/device_options.h"
 
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 
 namespace tandem::device {
 
@@ -9,6 +13,25 @@ absl::StatusOr<Device> ParseDevice(std::string_view flag, std::string_view value
   if (value == "cuda") return Device::kCuda;
   return absl::InvalidArgumentError(
       absl::StrFormat("%s '%s' is not a device: must be cpu or cuda", flag, value));
+}
+
+absl::StatusOr<std::vector<int>> ParseGpus(std::string_view value) {
+  std::vector<int> gpus;
+  const std::string list(value);  // Debian's Abseil has its own string_view
+  if (list.empty()) return gpus;
+  for (absl::string_view item : absl::StrSplit(list, ',')) {
+    int ordinal = 0;
+    if (!absl::SimpleAtoi(item, &ordinal) || ordinal < 0 || ordinal > 1023) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--gpus '%s': '%s' is not a device ordinal in [0, 1023]", list, std::string(item)));
+    }
+    if (std::find(gpus.begin(), gpus.end(), ordinal) != gpus.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--gpus '%s' lists device %d twice", list, ordinal));
+    }
+    gpus.push_back(ordinal);
+  }
+  return gpus;
 }
 
 absl::StatusOr<CudaWeights> ParseCudaWeights(std::string_view value) {
@@ -46,6 +69,9 @@ absl::StatusOr<DeviceChoice> ParseDeviceFlags(const DeviceFlags& flags) {
   choice.cuda.weights = *weights;
   choice.cuda.gpu_memory_fraction = flags.gpu_memory_fraction;
   choice.cuda.max_batched_tokens = flags.max_batched_tokens;
+  absl::StatusOr<std::vector<int>> gpus = ParseGpus(flags.gpus);
+  if (!gpus.ok()) return gpus.status();
+  choice.cuda.gpus = *std::move(gpus);
   // The CUDA settings mean nothing to the CPU: there they are not checked,
   // so that the CPU's own checks (e.g. the scheduler's token budget) name
   // what is wrong.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -34,6 +35,9 @@ struct CudaOptions {
   // Most tokens in one forward (prefill chunks and decode tokens together):
   // every scratch buffer is sized for it at load, so steps allocate nothing.
   int32_t max_batched_tokens = 2048;
+  // Device ordinals of this node's ranks, by local rank (--gpus 0,1); empty
+  // → local rank r uses device r.
+  std::vector<int> gpus;
 };
 
 // The most tokens one forward may be sized for: 2^20.
@@ -41,6 +45,9 @@ inline constexpr int32_t kMaxBatchedTokensLimit = 1 << 20;
 
 // "cpu" or "cuda"; InvalidArgument naming `flag` and the value otherwise.
 absl::StatusOr<Device> ParseDevice(std::string_view flag, std::string_view value);
+// "0,1,3" → {0, 1, 3}; "" → {}. InvalidArgument naming the item that is not
+// an ordinal in [0, 1023] or repeats.
+absl::StatusOr<std::vector<int>> ParseGpus(std::string_view value);
 // "bf16" or "native"; InvalidArgument naming the value otherwise.
 absl::StatusOr<CudaWeights> ParseCudaWeights(std::string_view value);
 const char* CudaWeightsName(CudaWeights weights);
@@ -54,6 +61,7 @@ struct DeviceFlags {
   std::string cuda_weights = "bf16";  // --cuda-weights
   double gpu_memory_fraction = 0.9;  // --gpu-memory-fraction
   int32_t max_batched_tokens = 2048;  // --max-batched-tokens (device scratch)
+  std::string gpus;                  // --gpus: comma-separated ordinals, "" = by local rank
 };
 struct DeviceChoice {
   Device device = Device::kCpu;

@@ -101,6 +101,9 @@ class Model {
   ThreadPool* pool() { return pool_.get(); }
   // This rank's slice of the model; the whole model at world size 1.
   const parallel::TpShard& shard() const { return shard_; }
+  // The group's communicator (ModelOptions::communicator); null for a group
+  // of one.
+  parallel::Communicator* communicator() const { return options_.communicator; }
   // KV heads this rank's KvStorage must hold (KvStorageConfig::num_kv_heads).
   int32_t num_local_kv_heads() const { return shard_.num_kv_heads(); }
 

@@ -42,6 +42,21 @@ const std::vector<ModelShape>& KnownModelShapes() {
        .rope_freq_base = 100000.0f,
        .rms_norm_eps = 1e-5f,
        .tied_output = true},
+      // Not a real model: SmolLM2's vocabulary (--vocab-from its GGUF) over
+      // 4 small layers whose 6 query and 3 KV heads split over 2 and 3
+      // tensor-parallel ranks like SmolLM2-135M's. What emulated-GPU tests
+      // and benchmarks run end to end in seconds rather than minutes.
+      {.name = "toy",
+       .num_layers = 4,
+       .hidden_dim = 192,
+       .ffn_dim = 512,
+       .num_heads = 6,
+       .num_kv_heads = 3,
+       .vocab_size = 49152,
+       .context_length = 2048,
+       .rope_freq_base = 100000.0f,
+       .rms_norm_eps = 1e-5f,
+       .tied_output = true},
   };
   return *kShapes;
 }

@@ -34,15 +34,16 @@ absl::Status BroadcastEnvelope(parallel::Communicator* comm, EnvelopeKind kind, 
   return comm->Broadcast(&bytes, 0);
 }
 
-absl::Status RunFollower(model::Model* model, const worker::StepExecutorConfig& config,
+absl::Status RunFollower(model::ModelRunner* runner, const worker::StepExecutorConfig& config,
                          parallel::Communicator* comm) {
   worker::StepExecutorConfig exec_config = config;
   exec_config.sample = false;
-  const protocol::StepDecoderConfig decoder_config{model->config().vocab_size, config.num_blocks,
+  const protocol::StepDecoderConfig decoder_config{runner->model().config().vocab_size,
+                                                 config.num_blocks,
                                                  config.block_size};
   auto decoder = std::make_unique<protocol::StepDecoder>(decoder_config);
   ASSIGN_OR_RETURN(std::unique_ptr<worker::StepExecutor> executor,
-                   worker::StepExecutor::Create(model, exec_config));
+                   worker::StepExecutor::Create(runner, exec_config));
   std::string bytes;
   while (true) {
     RETURN_IF_ERROR(comm->Broadcast(&bytes, 0));
@@ -53,7 +54,7 @@ absl::Status RunFollower(model::Model* model, const worker::StepExecutorConfig& 
       case EnvelopeKind::kReset: {
         executor.reset();  // release the old KV mapping first, as rank 0 does
         decoder->Reset();
-        ASSIGN_OR_RETURN(executor, worker::StepExecutor::Create(model, exec_config));
+        ASSIGN_OR_RETURN(executor, worker::StepExecutor::Create(runner, exec_config));
         break;
       }
       case EnvelopeKind::kStep: {

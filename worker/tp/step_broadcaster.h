@@ -39,12 +39,13 @@ absl::Status BroadcastEnvelope(parallel::Communicator* comm, EnvelopeKind kind,
                                const std::string& payload = "");
 
 // Ranks != 0: receives envelopes until kShutdown (returns OK) and replays
-// them on a StepDecoder + StepExecutor of their own (`config.sample` is forced
-// false: the forward runs with logits == nullptr). A step that fails the same
+// them on a StepDecoder + StepExecutor of their own over `runner` (this
+// rank's shard on its device; `config.sample` is forced false: the forward
+// runs with logits == nullptr). A step that fails the same
 // way on every rank (the executor's checks) is logged and the loop goes on;
 // a step that rank 0 accepted but this rank cannot decode, or a collective's
 // error, ends the loop with that error (the group is out of step).
-absl::Status RunFollower(model::Model* model, const worker::StepExecutorConfig& config,
+absl::Status RunFollower(model::ModelRunner* runner, const worker::StepExecutorConfig& config,
                          parallel::Communicator* comm);
 
 }  // namespace tandem::tp

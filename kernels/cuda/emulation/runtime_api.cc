@@ -206,6 +206,30 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 
+namespace {
+thread_local int current_device = 0;
+}  // namespace
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return RecordError(cudaErrorInvalidValue);
+  *count = tandem::cuda_emu::kEmulatedDeviceCount;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (device < 0 || device >= tandem::cuda_emu::kEmulatedDeviceCount) {
+    return RecordError(cudaErrorInvalidDevice);
+  }
+  current_device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (device == nullptr) return RecordError(cudaErrorInvalidValue);
+  *device = current_device;
+  return cudaSuccess;
+}
+
 cudaError_t cudaGetLastError() {
   const cudaError_t error = tandem::cuda_emu::last_error;
   tandem::cuda_emu::last_error = cudaSuccess;
@@ -228,6 +252,8 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorInvalidDevicePointer";
     case cudaErrorInvalidMemcpyDirection:
       return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle:
       return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady:
@@ -250,6 +276,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "invalid device pointer";
     case cudaErrorInvalidMemcpyDirection:
       return "invalid copy direction for memcpy";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle:
       return "invalid resource handle";
     case cudaErrorNotReady:

@@ -43,12 +43,21 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 
 cudaError_t cudaDeviceSynchronize();
+// kEmulatedDeviceCount devices, so that device selection (one GPU per rank
+// of a tensor-parallel group) runs as on a multi-GPU node; they share one
+// memory (device_memory.h). The current device is per host thread, as in
+// CUDA; another ordinal is cudaErrorInvalidDevice.
+cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaGetLastError();     // returns and clears the last error
 cudaError_t cudaPeekAtLastError();  // returns it, keeps it
 const char* cudaGetErrorString(cudaError_t error);
 const char* cudaGetErrorName(cudaError_t error);
 
 namespace tandem::cuda_emu {
+
+inline constexpr int kEmulatedDeviceCount = 8;
 
 // Whether `stream` is the default stream (null) or created and not destroyed.
 bool IsValidStream(cudaStream_t stream);

@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "engine/model/cpu_model_runner.h"
 #include "gtest/gtest.h"
+#include "tests/unit/engine/device/runner_test_util.h"
 #include "tests/unit/engine/model/model_test_util.h"
 
 namespace tandem::device {
@@ -48,55 +49,6 @@ std::unique_ptr<CudaModelRunner> MakeRunner(CudaWeights weights, int32_t max_tok
   CHECK(r.ok(), "%s", r.status().ToString());
   CHECK((*r)->ResetKvCache(32, 16).ok());
   return *std::move(r);
-}
-
-std::vector<int32_t> Tokens(int32_t n, int32_t seed) {
-  std::vector<int32_t> t(n);
-  for (int32_t i = 0; i < n; ++i) t[i] = 100 + (seed * 7919 + i * 104729) % 40000;
-  return t;
-}
-
-// One sequence of a step, owning what ForwardSequence points at.
-struct Seq {
-  std::vector<int32_t> tokens;
-  int32_t start_pos = 0;
-  std::vector<BlockId> table;
-  int32_t num_logits = 1;
-};
-
-std::vector<float> Forward(model::ModelRunner& runner, const std::vector<Seq>& seqs) {
-  std::vector<ForwardSequence> batch;
-  for (const Seq& s : seqs) batch.push_back({s.tokens, s.start_pos, s.table, s.num_logits});
-  std::vector<float> logits(Model::NumLogitRows(batch) * runner.model().config().vocab_size);
-  absl::Status status = runner.Forward(batch, logits.data());
-  CHECK(status.ok(), "%s", status.ToString());
-  return logits;
-}
-
-// Every row's argmax is the same, and every logit is within `tol` of the
-// reference's (absolute, after scaling by the row's largest magnitude).
-void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, int32_t vocab,
-                 float tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t r = 0; r < want.size() / vocab; ++r) {
-    const float* g = got.data() + r * vocab;
-    const float* w = want.data() + r * vocab;
-    float scale = 1.0f;
-    float worst = 0.0f;
-    for (int32_t i = 0; i < vocab; ++i) {
-      scale = std::max(scale, std::fabs(w[i]));
-      worst = std::max(worst, std::fabs(g[i] - w[i]));
-    }
-    EXPECT_LE(worst, tol * scale) << "row " << r;
-    EXPECT_EQ(std::max_element(g, g + vocab) - g, std::max_element(w, w + vocab) - w)
-        << "row " << r;
-  }
-}
-
-std::vector<BlockId> Blocks(std::initializer_list<int32_t> ids) {
-  std::vector<BlockId> t;
-  for (int32_t id : ids) t.push_back(BlockId(id));
-  return t;
 }
 
 // Prefill (17 tokens: the GEMM path), a decode step (GEMVs, the decode

@@ -1,8 +1,7 @@
 // Tensor-parallel Model: TP=2 and TP=3 (SmolLM2-135M's 3 KV heads split 2+1
-// and 1+1+1) against TP=1 over mixed prefill + decode batches, with an
-// in-process communicator (one thread and one Model per rank).
+// and 1+1+1) against TP=1 over mixed prefill + decode batches, with the
+// in-process ThreadCommunicator (one thread and one Model per rank).
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -17,58 +16,10 @@
 #include "gtest/gtest.h"
 #include "tests/unit/engine/model/model_test_util.h"
 #include "engine/parallel/communicator.h"
+#include "engine/parallel/thread_communicator.h"
 
 namespace tandem::model {
 namespace {
-
-// The ranks' shared state: AllReduceSum publishes each rank's buffer, waits
-// for all, sums them in rank order (as MpiCommunicator does), waits again
-// so nobody overwrites a buffer another rank still reads.
-class InProcessWorld {
- public:
-  explicit InProcessWorld(int world_size)
-      : world_size_(world_size), barrier_(world_size), buffers_(world_size) {}
-  int world_size() const { return world_size_; }
-  std::barrier<>& barrier() { return barrier_; }
-  std::vector<float*>& buffers() { return buffers_; }
-  std::string* root_bytes = nullptr;
-
- private:
-  int world_size_;
-  std::barrier<> barrier_;
-  std::vector<float*> buffers_;
-};
-
-class InProcessCommunicator final : public parallel::Communicator {
- public:
-  InProcessCommunicator(InProcessWorld* world, int rank) : world_(world), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int world_size() const override { return world_->world_size(); }
-  absl::Status AllReduceSum(float* data, int64_t n) override {
-    world_->buffers()[rank_] = data;
-    world_->barrier().arrive_and_wait();
-    sum_.assign(world_->buffers()[0], world_->buffers()[0] + n);
-    for (int r = 1; r < world_size(); ++r) {
-      const float* part = world_->buffers()[r];
-      for (int64_t i = 0; i < n; ++i) sum_[i] += part[i];
-    }
-    world_->barrier().arrive_and_wait();
-    std::copy(sum_.begin(), sum_.end(), data);
-    return absl::OkStatus();
-  }
-  absl::Status Broadcast(std::string* bytes, int root) override {
-    if (rank_ == root) world_->root_bytes = bytes;
-    world_->barrier().arrive_and_wait();
-    if (rank_ != root) *bytes = *world_->root_bytes;
-    world_->barrier().arrive_and_wait();
-    return absl::OkStatus();
-  }
-
- private:
-  InProcessWorld* world_;
-  int rank_;
-  std::vector<float> sum_;
-};
 
 constexpr int kBlockSize = 16;
 constexpr int kBlocksPerSeq = 8;  // 128 positions per sequence
@@ -173,13 +124,10 @@ Trace RunRank(Precision precision, int rank, int world_size, parallel::Communica
 
 Trace RunTp(Precision precision, int world_size, const Trace* forced = nullptr) {
   if (world_size == 1) return RunRank(precision, 0, 1, nullptr, forced);
-  InProcessWorld world(world_size);
-  std::vector<std::unique_ptr<InProcessCommunicator>> comms;
+  parallel::ThreadWorld world(world_size);
+  std::vector<std::unique_ptr<parallel::Communicator>> comms = world.MakeCommunicators();
   std::vector<Trace> traces(world_size);
   std::vector<std::thread> threads;
-  for (int r = 0; r < world_size; ++r) {
-    comms.push_back(std::make_unique<InProcessCommunicator>(&world, r));
-  }
   for (int r = 0; r < world_size; ++r) {
     threads.emplace_back([&, r] { traces[r] = RunRank(precision, r, world_size, comms[r].get(), forced); });
   }
@@ -271,8 +219,8 @@ TEST(ModelTpTest, LoadRejectsMissingOrMismatchedCommunicator) {
 }
 
 TEST(ModelTpTest, ForwardRejectsKvStorageOfTheWrongWidth) {
-  InProcessWorld world(2);
-  InProcessCommunicator comm(&world, 1);
+  parallel::ThreadWorld world(2);
+  parallel::ThreadCommunicator comm(&world, 1);
   ModelOptions options;
   options.num_threads = 1;
   options.tp_rank = 1;

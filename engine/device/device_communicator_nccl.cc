@@ -1,0 +1,63 @@
+// DeviceCommunicator on GPUs: NCCL, bootstrapped over the host Communicator.
+#include <nccl.h>
+
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "engine/device/device_communicator.h"
+
+namespace tandem::device {
+namespace {
+
+absl::Status NcclStatus(ncclResult_t result, const char* what) {
+  if (result == ncclSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrFormat("%s: %s (NCCL %d)", what, ncclGetErrorString(result),
+                                             static_cast<int>(result)));
+}
+
+}  // namespace
+
+struct DeviceCommunicator::Backend {
+  ~Backend() {
+    if (comm != nullptr) ncclCommDestroy(comm);
+  }
+  ncclComm_t comm = nullptr;
+};
+
+DeviceCommunicator::DeviceCommunicator(parallel::Communicator* host,
+                                       std::unique_ptr<Backend> backend)
+    : host_(host), backend_(std::move(backend)) {}
+
+DeviceCommunicator::~DeviceCommunicator() = default;
+
+absl::StatusOr<std::unique_ptr<DeviceCommunicator>> DeviceCommunicator::Create(
+    parallel::Communicator* host) {
+  ncclUniqueId id;
+  std::string id_bytes;
+  if (host->rank() == 0) {
+    RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
+    id_bytes.assign(reinterpret_cast<const char*>(&id), sizeof(id));
+  }
+  RETURN_IF_ERROR(host->Broadcast(&id_bytes, 0));
+  if (id_bytes.size() != sizeof(id)) {
+    return absl::InternalError(absl::StrFormat("the NCCL unique id broadcast has %d bytes, not %d",
+                                               id_bytes.size(), sizeof(id)));
+  }
+  std::memcpy(&id, id_bytes.data(), sizeof(id));
+  auto backend = std::make_unique<Backend>();
+  RETURN_IF_ERROR(NcclStatus(
+      ncclCommInitRank(&backend->comm, host->world_size(), id, host->rank()),
+      absl::StrFormat("ncclCommInitRank (rank %d of %d)", host->rank(), host->world_size())
+          .c_str()));
+  return std::unique_ptr<DeviceCommunicator>(new DeviceCommunicator(host, std::move(backend)));
+}
+
+absl::Status DeviceCommunicator::AllReduceSum(float* data, int64_t n, cudaStream_t stream) {
+  return NcclStatus(ncclAllReduce(data, data, static_cast<size_t>(n), ncclFloat32, ncclSum,
+                                  backend_->comm, stream),
+                    "ncclAllReduce");
+}
+
+}  // namespace tandem::device

@@ -1,0 +1,135 @@
+// Tensor parallelism on the device under the CUDA emulator: TP = 2 (the
+// default model's 3 KV heads split 2 + 1) and TP = 3, one thread and one
+// CudaModelRunner per rank joined by ThreadCommunicator (the device
+// all-reduce's in-process stand-in), against the CPU Model at TP = 1 in
+// reference precision over prefill, decode and mixed steps. Also: device
+// selection by local rank and --gpus, and the errors of both.
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "common/logging.h"
+#include "engine/device/cuda_model_runner.h"
+#include "engine/device/device_communicator.h"
+#include "engine/device/device_options.h"
+#include "engine/model/cpu_model_runner.h"
+#include "engine/parallel/thread_communicator.h"
+#include "gtest/gtest.h"
+#include "tests/unit/engine/device/runner_test_util.h"
+#include "tests/unit/engine/model/model_test_util.h"
+
+namespace tandem::device {
+namespace {
+
+std::unique_ptr<Model> LoadShard(int rank, int world, parallel::Communicator* comm,
+                                 bool cpu_weights) {
+  model::ModelOptions options;
+  options.precision = model::Precision::kReference;
+  options.cpu_weights = cpu_weights;
+  options.num_threads = 1;
+  options.tp_rank = rank;
+  options.tp_world_size = world;
+  options.communicator = world > 1 ? comm : nullptr;
+  auto m = Model::Load(testing::DefaultModelPath(), options);
+  CHECK(m.ok(), "%s", m.status().ToString());
+  return *std::move(m);
+}
+
+// Prefill (12 tokens and 5 with logits on every row), a decode step and a
+// mixed step (a decode beside a 3-token chunk after cached positions).
+const std::vector<std::vector<Seq>>& Steps() {
+  static const auto* steps = new std::vector<std::vector<Seq>>{
+      {{Tokens(12, 1), 0, Blocks({0}), 1}, {Tokens(5, 2), 0, Blocks({1}), 5}},
+      {{Tokens(1, 3), 12, Blocks({0}), 1}, {Tokens(1, 4), 5, Blocks({1}), 1}},
+      {{Tokens(1, 5), 13, Blocks({0}), 1}, {Tokens(3, 6), 6, Blocks({1}), 2}},
+  };
+  return *steps;
+}
+
+// Every step's logits from rank 0 of a device group of `world` ranks (the
+// other ranks run the same steps without the head, as tandem-worker's do).
+std::vector<std::vector<float>> RunDeviceGroup(int world) {
+  parallel::ThreadWorld thread_world(world);
+  std::vector<std::unique_ptr<parallel::Communicator>> comms = thread_world.MakeCommunicators();
+  std::vector<std::vector<float>> rank0_logits;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<Model> shard = LoadShard(r, world, comms[r].get(), /*cpu_weights=*/false);
+      CudaOptions options;
+      options.weights = CudaWeights::kNative;
+      options.max_batched_tokens = 64;
+      auto runner = CudaModelRunner::Create(shard.get(), options);
+      CHECK(runner.ok(), "%s", runner.status().ToString());
+      CHECK((*runner)->ResetKvCache(8, 16).ok());
+      for (const std::vector<Seq>& step : Steps()) {
+        if (r == 0) {
+          rank0_logits.push_back(Forward(**runner, step));
+        } else {
+          std::vector<ForwardSequence> batch;
+          for (const Seq& s : step) batch.push_back({s.tokens, s.start_pos, s.table, s.num_logits});
+          absl::Status status = (*runner)->Forward(batch, nullptr);
+          CHECK(status.ok(), "%s", status.ToString());
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return rank0_logits;
+}
+
+void CompareWithCpu(int world) {
+  std::unique_ptr<Model> cpu_model = LoadShard(0, 1, nullptr, /*cpu_weights=*/true);
+  model::CpuModelRunner cpu(cpu_model.get());
+  ASSERT_TRUE(cpu.ResetKvCache(8, 16).ok());
+  const std::vector<std::vector<float>> device = RunDeviceGroup(world);
+  ASSERT_EQ(device.size(), Steps().size());
+  for (size_t i = 0; i < Steps().size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "TP " << world << " step " << i);
+    ExpectClose(device[i], Forward(cpu, Steps()[i]), cpu_model->config().vocab_size, 1e-4f);
+  }
+}
+
+TEST(CudaTpTest, TwoRanksWithAnUnevenKvHeadSplitMatchTheCpu) {
+  ASSERT_NO_FATAL_FAILURE(CompareWithCpu(2));
+}
+
+TEST(CudaTpTest, ThreeRanksMatchTheCpu) { ASSERT_NO_FATAL_FAILURE(CompareWithCpu(3)); }
+
+TEST(CudaTpTest, ARankPastTheListedGpusIsRejected) {
+  parallel::ThreadWorld world(2);
+  parallel::ThreadCommunicator comm(&world, 1);
+  std::unique_ptr<Model> shard = LoadShard(1, 2, &comm, /*cpu_weights=*/false);
+  // Local rank 1 (no MPI here: the tensor-parallel rank) with one device
+  // listed: refused before the runner joins any collective.
+  CudaOptions options;
+  options.gpus = {0};  // one device listed, but this is local rank 1
+  auto runner = CudaModelRunner::Create(shard.get(), options);
+  EXPECT_EQ(runner.status().code(), absl::StatusCode::kInvalidArgument) << runner.status();
+  EXPECT_NE(runner.status().message().find("--gpus 0 lists 1 devices"), std::string::npos)
+      << runner.status();
+}
+
+TEST(DeviceSelectionTest, LocalRankOrGpusPickTheOrdinal) {
+  EXPECT_EQ(DeviceOrdinalFor({}, 0, 8).value(), 0);
+  EXPECT_EQ(DeviceOrdinalFor({}, 3, 8).value(), 3);
+  EXPECT_EQ(DeviceOrdinalFor({4, 6}, 1, 8).value(), 6);
+  absl::StatusOr<int> past = DeviceOrdinalFor({}, 2, 2);
+  EXPECT_EQ(past.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(past.status().message().find("device 2, but this node has 2"), std::string::npos)
+      << past.status();
+  EXPECT_EQ(DeviceOrdinalFor({9}, 0, 8).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(DeviceSelectionTest, ParseGpus) {
+  EXPECT_EQ(ParseGpus("").value(), std::vector<int>{});
+  EXPECT_EQ(ParseGpus("2,0,1").value(), (std::vector<int>{2, 0, 1}));
+  for (const char* bad : {"0,,1", "x", "-1", "1024", "1,1"}) {
+    absl::StatusOr<std::vector<int>> gpus = ParseGpus(bad);
+    EXPECT_EQ(gpus.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(gpus.status().message().find(bad), std::string::npos) << gpus.status();
+  }
+}
+
+}  // namespace
+}  // namespace tandem::device
