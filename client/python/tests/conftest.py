@@ -1,8 +1,11 @@
-"""A real tandem cluster for the SDK's tests: `tandem-coordinator --local` on
-127.0.0.1 (TANDEM_COORDINATOR_BIN, TANDEM_MODEL), started once per session,
-or the one at TANDEM_ADDR."""
+"""A real tandem cluster for the SDK's tests, started once per session on
+127.0.0.1: `tandem up` (a worker group, a draft worker and a coordinator, as
+separate processes) when TANDEM_BIN is set, else `tandem-coordinator --local`
+(TANDEM_COORDINATOR_BIN); TANDEM_MODEL either way. Or the one at TANDEM_ADDR.
+Some tests also start a coordinator of their own (start_coordinator)."""
 import os
 import re
+import signal
 import socket
 import subprocess
 import threading
@@ -36,12 +39,40 @@ def start_coordinator(port):
     return proc
 
 
+def start_up(port):
+    """`tandem up` (TANDEM_BIN) serving on 127.0.0.1:port (Popen); its
+    "tandem up: serving on" line has been read once this returns."""
+    proc = subprocess.Popen(
+        [os.environ["TANDEM_BIN"], "up", "--model", os.environ["TANDEM_MODEL"], "--tp", "1",
+         "--port", str(port), "--http-port", "-1", "--grace-s", "10"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = {}
+    reader = threading.Thread(target=lambda: line.setdefault("v", proc.stdout.readline()),
+                              daemon=True)
+    reader.start()
+    reader.join(START_TIMEOUT)
+    if not re.match(r"tandem up: serving on ", line.get("v", "")):
+        proc.kill()
+        raise RuntimeError(f"tandem up did not start: {line.get('v')!r}")
+    return proc
+
+
 @pytest.fixture(scope="session")
 def address():
     if os.environ.get("TANDEM_ADDR"):
         yield os.environ["TANDEM_ADDR"]
         return
     port = free_port()
+    if os.environ.get("TANDEM_BIN"):
+        proc = start_up(port)
+        yield f"127.0.0.1:{port}"
+        proc.send_signal(signal.SIGTERM)  # up drains and stops every process it started
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+        return
     proc = start_coordinator(port)
     yield f"127.0.0.1:{port}"
     proc.kill()

@@ -3,6 +3,7 @@ Client and AsyncClient, streams (request id, usage, cancel), requests built
 and then changed, ModelInfo's counters, errors by status, deadlines, and
 retries on UNAVAILABLE before the first token (never after)."""
 import asyncio
+import os
 import threading
 import time
 
@@ -100,7 +101,11 @@ def test_model_info_counts_the_work(client):
     assert after.num_steps > before.num_steps
     assert 0 <= after.num_blocks_used <= after.num_blocks_total and after.num_blocks_total > 0
     assert "sampling" in info.decoding_modes and "beam_search" in info.decoding_modes
-    assert info.draft_workers == []
+    # `tandem up` starts an n-gram draft worker beside the group; a
+    # coordinator --local has none.
+    expected_drafts = ["ngram"] if os.environ.get("TANDEM_BIN") else []
+    assert [d.model_name for d in info.draft_workers] == expected_drafts
+    assert all(d.healthy for d in info.draft_workers)
 
 
 def test_chat_and_samples_with_a_seed(client):
