@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real-GPU variant of tandem (-DTANDEM_CUDA_RUNTIME=gpu, nvcc for
-# sm_80/sm_90) into build-gpu/ and packs what scripts/gpu-checks.sh runs into
+# sm_80/sm_90) into build-gpu/ and packs what scripts/gpu-checks.sh and
+# bench/gpu_bench/run.sh (gpu_bench/ in the pack) run into
 # one self-contained folder for a GPU machine that has the CUDA driver,
 # cuBLAS and NCCL but none of tandem's other libraries: stripped binaries, every
 # shared library they load except the CUDA driver and cuBLAS (glibc and its
@@ -11,7 +12,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$root/gpu-pack}"
 cd "$root"
-targets=(tandem tandem_cuda_runner_check cuda_gpu_kernel_tests cuda_gpu_model_runner_test)
+targets=(tandem tandem_cuda_runner_check cuda_gpu_kernel_tests cuda_gpu_model_runner_test
+         tandem-gpu-bench tandem-worker tandem-coordinator)
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
@@ -42,4 +44,7 @@ ldd "$out"/libexec/* | awk '/=> \// {print $3} /^\t\/.*ld-linux/ {print $1}' | s
   done
 strip --strip-unneeded "$out"/lib/*.so* 2>/dev/null || true
 cp scripts/gpu-checks.sh tests/integration/cuda_run_test.py "$out/"
+# bench/gpu_bench/run.sh runs from the pack: TANDEM_BIN_DIR=PACK/bin.
+mkdir -p "$out/gpu_bench"
+cp bench/gpu_bench/*.sh bench/gpu_bench/*.py "$out/gpu_bench/"
 echo "pack-gpu-build: $(du -sh "$out" | cut -f1) in $out"

@@ -21,40 +21,34 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_coordinator(port):
-    """A `tandem-coordinator --local` on 127.0.0.1:port (Popen); its address
-    line has been read once this returns."""
-    proc = subprocess.Popen(
-        [os.environ["TANDEM_COORDINATOR_BIN"], "--local", "--model", os.environ["TANDEM_MODEL"],
-         "--host", "127.0.0.1", "--port", str(port), "--http-port", "-1", "--threads", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def _start(args, ready):
+    """Popen of `args` once its first stdout line matches `ready` (read
+    within START_TIMEOUT); RuntimeError with that line otherwise."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = {}
     reader = threading.Thread(target=lambda: line.setdefault("v", proc.stdout.readline()),
                               daemon=True)
     reader.start()
     reader.join(START_TIMEOUT)
-    if not re.match(r"tandem-coordinator listening on ", line.get("v", "")):
+    if not re.match(ready, line.get("v", "")):
         proc.kill()
-        raise RuntimeError(f"tandem-coordinator did not start: {line.get('v')!r}")
+        raise RuntimeError(f"{args[0]} did not start: {line.get('v')!r}")
     return proc
+
+
+def start_coordinator(port):
+    """A `tandem-coordinator --local` on 127.0.0.1:port (Popen), serving."""
+    return _start([os.environ["TANDEM_COORDINATOR_BIN"], "--local", "--model",
+                   os.environ["TANDEM_MODEL"], "--host", "127.0.0.1", "--port", str(port),
+                   "--http-port", "-1", "--threads", "2"],
+                  r"tandem-coordinator listening on ")
 
 
 def start_up(port):
-    """`tandem up` (TANDEM_BIN) serving on 127.0.0.1:port (Popen); its
-    "tandem up: serving on" line has been read once this returns."""
-    proc = subprocess.Popen(
-        [os.environ["TANDEM_BIN"], "up", "--model", os.environ["TANDEM_MODEL"], "--tp", "1",
-         "--port", str(port), "--http-port", "-1", "--grace-s", "10"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = {}
-    reader = threading.Thread(target=lambda: line.setdefault("v", proc.stdout.readline()),
-                              daemon=True)
-    reader.start()
-    reader.join(START_TIMEOUT)
-    if not re.match(r"tandem up: serving on ", line.get("v", "")):
-        proc.kill()
-        raise RuntimeError(f"tandem up did not start: {line.get('v')!r}")
-    return proc
+    """`tandem up` (TANDEM_BIN) serving on 127.0.0.1:port (Popen)."""
+    return _start([os.environ["TANDEM_BIN"], "up", "--model", os.environ["TANDEM_MODEL"],
+                   "--tp", "1", "--port", str(port), "--http-port", "-1", "--grace-s", "10"],
+                  r"tandem up: serving on ")
 
 
 @pytest.fixture(scope="session")
