@@ -9,11 +9,15 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/thread_pool.h"
 
 namespace tandem::bench {
 namespace {
 
 constexpr int32_t kBlockSize = 16;
+// Decode steps run after the measured ones without the output head (no
+// logits, no token choice): what the layers alone cost per step.
+constexpr int32_t kLayerOnlySteps = 8;
 using Clock = std::chrono::steady_clock;
 
 // One synthetic request as it runs.
@@ -25,7 +29,8 @@ struct Seq {
 };
 
 std::vector<Seq> MakeSeqs(const RunShape& shape, int32_t vocab) {
-  const int32_t blocks_per_seq = (shape.input_len + shape.output_len + kBlockSize - 1) / kBlockSize;
+  const int32_t blocks_per_seq =
+      (shape.input_len + shape.output_len + kLayerOnlySteps + kBlockSize - 1) / kBlockSize;
   std::vector<Seq> seqs(shape.num_seqs);
   for (int32_t s = 0; s < shape.num_seqs; ++s) {
     for (int32_t i = 0; i < shape.input_len; ++i) {
@@ -46,16 +51,19 @@ absl::Status AgreeOk(parallel::Communicator& comm, const absl::Status& local) {
   return absl::OkStatus();
 }
 
-// Rank 0 takes each logits row's argmax; every rank gets the tokens.
-absl::Status ChooseNext(parallel::Communicator& comm, const float* logits, int32_t vocab,
-                        std::span<Seq> seqs) {
+// Rank 0 takes each logits row's argmax, rows spread over `pool` as
+// tandem-worker's sampler spreads them; every rank gets the tokens.
+absl::Status ChooseNext(parallel::Communicator& comm, ThreadPool* pool, const float* logits,
+                        int32_t vocab, std::span<Seq> seqs) {
   std::string bytes(seqs.size() * sizeof(int32_t), '\0');
   if (comm.rank() == 0) {
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      const float* row = logits + i * vocab;
-      const int32_t token = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
-      std::memcpy(bytes.data() + i * sizeof(int32_t), &token, sizeof(int32_t));
-    }
+    pool->ParallelFor(static_cast<int64_t>(seqs.size()), 1, [&](int, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float* row = logits + i * vocab;
+        const int32_t token = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+        std::memcpy(bytes.data() + i * sizeof(int32_t), &token, sizeof(int32_t));
+      }
+    });
   }
   if (comm.world_size() > 1) RETURN_IF_ERROR(comm.Broadcast(&bytes, 0));
   for (size_t i = 0; i < seqs.size(); ++i) {
@@ -64,9 +72,11 @@ absl::Status ChooseNext(parallel::Communicator& comm, const float* logits, int32
   return absl::OkStatus();
 }
 
-// One forward over `seqs`, each computing `prompt` (prefill) or `next`.
+// One forward over `seqs`, each computing `prompt` (prefill) or `next`;
+// adds the forward's and the token choice's seconds to `times` (if any).
 absl::Status Step(device::CudaModelRunner& runner, parallel::Communicator& comm,
-                  std::span<Seq> seqs, bool prefill, std::vector<float>& logits) {
+                  std::span<Seq> seqs, bool prefill, std::vector<float>& logits,
+                  RunTimes* times) {
   std::vector<model::ForwardSequence> batch;
   for (Seq& s : seqs) {
     std::span<const int32_t> tokens = prefill ? std::span<const int32_t>(s.prompt)
@@ -74,9 +84,27 @@ absl::Status Step(device::CudaModelRunner& runner, parallel::Communicator& comm,
     batch.push_back({tokens, s.len, s.table, 1});
   }
   const int32_t vocab = runner.model().config().vocab_size;
+  const Clock::time_point start = Clock::now();
   RETURN_IF_ERROR(runner.Forward(batch, comm.rank() == 0 ? logits.data() : nullptr));
+  const Clock::time_point forwarded = Clock::now();
   for (size_t i = 0; i < seqs.size(); ++i) seqs[i].len += static_cast<int32_t>(batch[i].tokens.size());
-  return ChooseNext(comm, logits.data(), vocab, seqs);
+  RETURN_IF_ERROR(ChooseNext(comm, runner.model().pool(), logits.data(), vocab, seqs));
+  if (times != nullptr) {
+    times->decode_forward_s += std::chrono::duration<double>(forwarded - start).count();
+    times->decode_sample_s += std::chrono::duration<double>(Clock::now() - forwarded).count();
+  }
+  return absl::OkStatus();
+}
+
+// kLayerOnlySteps decode steps on every rank with no logits wanted.
+absl::Status LayersOnly(device::CudaModelRunner& runner, std::span<Seq> seqs) {
+  for (int32_t step = 0; step < kLayerOnlySteps; ++step) {
+    std::vector<model::ForwardSequence> batch;
+    for (Seq& s : seqs) batch.push_back({std::span<const int32_t>(&s.next, 1), s.len, s.table, 0});
+    RETURN_IF_ERROR(runner.Forward(batch, nullptr));
+    for (Seq& s : seqs) ++s.len;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -147,15 +175,20 @@ absl::Status BenchGroup::RunRank(int rank, const RunShape& shape, RunTimes* time
   const Clock::time_point start = Clock::now();
   for (int32_t i = 0; i < shape.num_seqs; i += per_forward) {
     const int32_t n = std::min(per_forward, shape.num_seqs - i);
-    RETURN_IF_ERROR(Step(runner, comm, std::span<Seq>(seqs).subspan(i, n), true, logits));
+    RETURN_IF_ERROR(
+        Step(runner, comm, std::span<Seq>(seqs).subspan(i, n), true, logits, nullptr));
   }
   const Clock::time_point prefilled = Clock::now();
   for (int32_t step = 1; step < shape.output_len; ++step) {
-    RETURN_IF_ERROR(Step(runner, comm, seqs, false, logits));
+    RETURN_IF_ERROR(Step(runner, comm, seqs, false, logits, times));
   }
+  const Clock::time_point decoded = Clock::now();
+  RETURN_IF_ERROR(LayersOnly(runner, seqs));
   if (times != nullptr) {
     times->prefill_s = std::chrono::duration<double>(prefilled - start).count();
-    times->decode_s = std::chrono::duration<double>(Clock::now() - prefilled).count();
+    times->decode_s = std::chrono::duration<double>(decoded - prefilled).count();
+    times->layers_step_s =
+        std::chrono::duration<double>(Clock::now() - decoded).count() / kLayerOnlySteps;
   }
   return absl::OkStatus();
 }

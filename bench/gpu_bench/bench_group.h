@@ -3,8 +3,9 @@
 // GPUs in a real-GPU build, rank r on device r), and the timed prefill and
 // greedy decode of a batch of synthetic requests through it — the engine as
 // tandem-worker runs it, without the scheduler and RPCs. Rank 0 computes the
-// logits, copies them to the host and takes each row's argmax (tandem samples
-// on the host), then broadcasts the tokens to the other ranks.
+// logits, copies them to the host and takes each row's argmax on the model's
+// thread pool (tandem samples on the host, rows spread over the pool), then
+// broadcasts the tokens to the other ranks.
 //
 // Thread-safety: one thread calls Run at a time.
 #ifndef TANDEM_BENCH_GPU_BENCH_BENCH_GROUP_H_
@@ -33,6 +34,14 @@ struct RunShape {
 struct RunTimes {
   double prefill_s = 0;  // every prompt through the model, first tokens chosen
   double decode_s = 0;   // the output_len - 1 decode steps
+  // Of decode_s on rank 0: inside ModelRunner::Forward (the layers, the head
+  // and the logits' copy to the host), and choosing tokens on the host.
+  double decode_forward_s = 0;
+  double decode_sample_s = 0;
+  // One decode step of the layers alone (no head, no logits), measured
+  // after the run: decode_forward_s / steps minus this is the head and the
+  // logits' copy.
+  double layers_step_s = 0;
 };
 
 class BenchGroup {

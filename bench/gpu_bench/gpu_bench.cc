@@ -80,6 +80,9 @@ json Throughput(const BenchGroup& g, const RunShape& shape, const RunTimes& t) {
           {"output_len", shape.output_len},
           {"prefill_s", t.prefill_s},
           {"decode_s", t.decode_s},
+          {"decode_forward_s", t.decode_forward_s},
+          {"decode_sample_s", t.decode_sample_s},
+          {"layers_step_s", t.layers_step_s},
           {"output_tokens_per_s", shape.num_seqs * static_cast<double>(shape.output_len) / total},
           {"decode_tokens_per_s",
            t.decode_s > 0 ? shape.num_seqs * (shape.output_len - 1.0) / t.decode_s : 0.0}};
