@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "absl/strings/str_format.h"
 
@@ -67,6 +68,7 @@ std::unique_ptr<tandem::Client> NewClient(const std::string& addr, int32_t timeo
   tandem::ClientOptions options;
   options.timeout = std::chrono::seconds(std::max(0, timeout_s));
   if (!retry) options.retry.max_retries = 0;
+  if (const char* key = std::getenv("TANDEM_API_KEY"); key != nullptr) options.api_key = key;
   return std::make_unique<tandem::Client>(addr, options);
 }
 

@@ -20,7 +20,8 @@
 namespace tandem::client {
 
 // A client of the coordinator at `addr`; every call's deadline is `timeout_s`
-// seconds (0: none). `retry` false turns off the SDK's UNAVAILABLE retries
+// seconds (0: none); the API key, if any, from the environment's
+// TANDEM_API_KEY. `retry` false turns off the SDK's UNAVAILABLE retries
 // (a benchmark measures what the server answers).
 std::unique_ptr<tandem::Client> NewClient(const std::string& addr, int32_t timeout_s,
                                           bool retry = true);

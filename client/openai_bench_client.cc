@@ -150,6 +150,7 @@ absl::Status QueryOpenAiModel(OpenAiTarget& t, int32_t timeout_s) {
     beast::tcp_stream stream = Connect(io, t, timeout_s);
     http::request<http::empty_body> req(http::verb::get, t.base_path + "/models", 11);
     req.set(http::field::host, t.host);
+    if (!t.api_key.empty()) req.set(http::field::authorization, "Bearer " + t.api_key);
     http::write(stream, req);
     beast::flat_buffer buffer;
     http::response<http::string_body> res;
@@ -183,6 +184,7 @@ RequestRecord RunOpenAiRequest(const OpenAiTarget& t, const JsonRequest& request
     http::request<http::string_body> req(http::verb::post, t.base_path + "/completions", 11);
     req.set(http::field::host, t.host);
     req.set(http::field::content_type, "application/json");
+    if (!t.api_key.empty()) req.set(http::field::authorization, "Bearer " + t.api_key);
     req.body() = Payload(t, request).dump();
     req.prepare_payload();
     http::write(stream, req);

@@ -25,6 +25,9 @@ struct OpenAiTarget {
   std::string base_path;  // "/v1"
   std::string model;      // sent as "model"
   int32_t context_length = 0;  // max_model_len when the server reports it; 0 unknown
+  // Sent as "Authorization: Bearer KEY" when set (tandem bench takes it
+  // from OPENAI_API_KEY, as OpenAI's tools do).
+  std::string api_key;
 };
 
 // Parses "http://HOST:PORT[/PATH]" (PATH defaults to /v1). INVALID_ARGUMENT

@@ -56,6 +56,7 @@
 #include "coordinator/cluster/grpc_draft_pool.h"
 #include "coordinator/cluster/local_draft_pool.h"
 #include "coordinator/cluster/grpc_worker_group.h"
+#include "common/api_key.h"
 #include "coordinator/http/openai_api.h"
 #include "coordinator/http/serving_metrics.h"
 #include "coordinator/service/inference_service.h"
@@ -81,6 +82,12 @@ ABSL_FLAG(int32_t, port, 0, "gRPC port to listen on (0: the OS picks one)");
 ABSL_FLAG(int32_t, http_port, 8000,
           "Port of the OpenAI-compatible HTTP API and /metrics (0: the OS picks one; -1: off)");
 ABSL_FLAG(int32_t, http_threads, 2, "I/O threads of the HTTP server");
+ABSL_FLAG(std::string, api_key, "",
+          "Require 'authorization: Bearer KEY' on the gRPC API and HTTP (except /health, "
+          "/ready and, unless --api-key-metrics, /metrics); empty: open");
+ABSL_FLAG(std::string, api_key_file, "",
+          "As --api-key, the key read from this file (surrounding whitespace ignored)");
+ABSL_FLAG(bool, api_key_metrics, false, "--api-key: /metrics requires the key too");
 ABSL_FLAG(int64_t, http_max_body_bytes, 4 << 20,
           "Largest HTTP request body accepted (larger: 413)");
 ABSL_FLAG(int64_t, http_max_header_bytes, 16 << 10,
@@ -151,6 +158,8 @@ struct CoordinatorConfig {
   int32_t http_threads = 2;
   HttpLimits http_limits;
   std::string served_model_name;
+  ApiKey api_key;  // required on the gRPC API and HTTP (--api-key / --api-key-file)
+  bool metrics_need_key = false;
   std::string model_path;  // the tokenizer's GGUF; the model's too with --local
   bool local = false;
   std::string worker_spec;  // --worker as given, for errors
@@ -289,6 +298,9 @@ absl::Status ReadHttpFlags(CoordinatorConfig& config) {
   config.http_limits.idle_timeout = absl::Seconds(idle_s);
   config.http_limits.write_timeout = absl::Seconds(write_s);
   config.served_model_name = absl::GetFlag(FLAGS_served_model_name);
+  ASSIGN_OR_RETURN(config.api_key, ApiKey::FromFlags(absl::GetFlag(FLAGS_api_key),
+                                                     absl::GetFlag(FLAGS_api_key_file)));
+  config.metrics_need_key = absl::GetFlag(FLAGS_api_key_metrics);
   return absl::OkStatus();
 }
 
@@ -463,7 +475,7 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
         deployment_pool ? deployment_pool() : nullptr, make_ngram));
   };
   c.admission = std::make_unique<coordinator::RequestAdmission>(c.tok.get(), info);
-  c.service = std::make_unique<coordinator::InferenceService>(c.admission.get());
+  c.service = std::make_unique<coordinator::InferenceService>(c.admission.get(), config.api_key);
   c.pool = std::make_unique<WorkerGroupPool>(config.scheduler, router_config, c.tok.get(),
                                              c.admission.get(), ConnectRemote, draft_pools,
                                              config.speculation);
@@ -479,6 +491,8 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
       api.served_model_name, info.block_size, c.pool.get(), c.drafts.get());
   c.admission->set_metrics(c.metrics.get());
   api.metrics = [metrics = c.metrics.get()] { return metrics->Render(); };
+  api.api_key = config.api_key;
+  api.metrics_need_key = config.metrics_need_key;
   c.http_api = std::make_unique<coordinator::http::OpenAiApi>(c.admission.get(), api);
   return absl::OkStatus();
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <functional>
@@ -515,6 +516,7 @@ absl::StatusOr<Backend> ConnectOpenAi(const BenchOptions& o) {
   absl::StatusOr<OpenAiTarget> target = ParseOpenAiUrl(o.url);
   if (!target.ok()) return target.status();
   target->model = o.model;
+  if (const char* key = std::getenv("OPENAI_API_KEY"); key != nullptr) target->api_key = key;
   if (absl::Status s = QueryOpenAiModel(*target, kModelInfoTimeoutS); !s.ok()) return s;
   Backend b;
   b.run = [t = *target, timeout_s = o.timeout_s](const JsonRequest& r) {

@@ -43,6 +43,7 @@ struct Client::Channel {
     return sdk::RetryUnavailable(options.retry, deadline, [&] {
       grpc::ClientContext context;
       if (deadline) context.set_deadline(*deadline);
+      sdk::Authorize(options.api_key, context);
       response.Clear();
       return sdk::FromGrpc((stub.*method)(&context, request, &response));
     });
@@ -88,7 +89,8 @@ absl::StatusOr<GenerationStream> Client::OpenStream(const GenerateRequest& reque
   const sdk::Deadline deadline = sdk::DeadlineAfter(options_.timeout);
   std::unique_ptr<GenerationStream::Call> call;
   absl::Status s = sdk::RetryUnavailable(options_.retry, deadline, [&] {
-    call = std::make_unique<GenerationStream::Call>(*channel_->inference, proto, deadline);
+    call = std::make_unique<GenerationStream::Call>(*channel_->inference, proto, deadline,
+                                                    options_.api_key);
     return call->ahead ? absl::OkStatus() : call->status;
   });
   if (!s.ok()) return s;

@@ -5,8 +5,9 @@
 namespace tandem {
 
 GenerationStream::Call::Call(v1::Inference::Stub& stub, const v1::GenerateRequest& request,
-                             const sdk::Deadline& deadline) {
+                             const sdk::Deadline& deadline, const std::string& api_key) {
   if (deadline) context.set_deadline(*deadline);
+  sdk::Authorize(api_key, context);
   reader = stub.GenerateStream(&context, request);
   ahead = Next();
 }

@@ -10,6 +10,10 @@ Deadline DeadlineAfter(std::chrono::milliseconds timeout) {
   return std::chrono::system_clock::now() + timeout;
 }
 
+void Authorize(const std::string& api_key, grpc::ClientContext& context) {
+  if (!api_key.empty()) context.AddMetadata("authorization", "Bearer " + api_key);
+}
+
 absl::Status FromGrpc(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }

@@ -1,5 +1,6 @@
 // Retrying a call that failed with UNAVAILABLE before it delivered anything
-// (RetryPolicy in include/tandem/client.h), and gRPC → absl status codes.
+// (RetryPolicy in include/tandem/client.h), gRPC → absl status codes, and
+// the per-call API key: what every call of the SDK goes through.
 #ifndef TANDEM_CLIENT_SDK_RETRY_H_
 #define TANDEM_CLIENT_SDK_RETRY_H_
 
@@ -8,6 +9,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
 #include "tandem/client.h"
 
@@ -17,6 +19,9 @@ using Deadline = std::optional<std::chrono::system_clock::time_point>;
 
 // The call's absolute deadline: now + timeout, or none for 0.
 Deadline DeadlineAfter(std::chrono::milliseconds timeout);
+
+// Adds "authorization: Bearer KEY" to `context` unless `api_key` is empty.
+void Authorize(const std::string& api_key, grpc::ClientContext& context);
 
 // The same code (both follow google.rpc.Code) and message.
 absl::Status FromGrpc(const grpc::Status& status);

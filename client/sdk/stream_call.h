@@ -19,7 +19,7 @@ struct GenerationStream::Call {
   // Starts the RPC on `stub` and reads its first message. Afterwards either
   // `ahead` holds the first event, or the stream ended (`done`, `status`).
   Call(v1::Inference::Stub& stub, const v1::GenerateRequest& request,
-       const sdk::Deadline& deadline);
+       const sdk::Deadline& deadline, const std::string& api_key);
   // Cancels a stream that has not ended and waits for its status.
   ~Call();
 

@@ -41,6 +41,13 @@ std::optional<HttpResponse> ReadBody(const std::string& body, Read read) {
   return std::nullopt;
 }
 
+// The request's Authorization header, if any.
+std::optional<std::string_view> AuthorizationOf(const HttpRequest& request) {
+  auto it = request.find(bhttp::field::authorization);
+  if (it == request.end()) return std::nullopt;
+  return std::string_view(it->value().data(), it->value().size());
+}
+
 // The path without its query string.
 std::string_view PathOf(const HttpRequest& request) {
   std::string_view target(request.target().data(), request.target().size());
@@ -83,6 +90,15 @@ void OpenAiApi::Handle(const HttpRequest& request, HttpResponder responder) {
                              std::string(path), route->is_post ? "POST" : "GET"));
     r.headers.emplace_back("Allow", route->is_post ? "POST" : "GET");
     return responder.Respond(std::move(r));
+  }
+  const bool open = path == "/health" || path == "/ready" ||
+                    (path == "/metrics" && !options_.metrics_need_key);
+  if (!open) {
+    if (absl::Status auth = options_.api_key.Check(AuthorizationOf(request)); !auth.ok()) {
+      HttpResponse r = http::ErrorResponse(401, std::string(auth.message()));
+      r.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return responder.Respond(std::move(r));
+    }
   }
   if (path == "/v1/completions") return Generate(ApiKind::kCompletion, request, responder);
   if (path == "/v1/chat/completions") return Generate(ApiKind::kChat, request, responder);

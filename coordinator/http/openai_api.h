@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/api_key.h"
 #include "common/http_session.h"
 #include "coordinator/http/openai_request.h"
 #include "coordinator/service/request_admission.h"
@@ -35,6 +36,11 @@ struct ApiOptions {
   std::string served_model_name;
   // Renders /metrics (Prometheus text format); empty → 404.
   std::function<std::string()> metrics;
+  // What every path but /health and /ready (and /metrics unless
+  // metrics_need_key) requires in "Authorization: Bearer KEY"; a request
+  // without it is answered 401 and never reaches the scheduler.
+  ApiKey api_key;
+  bool metrics_need_key = false;
 };
 
 class OpenAiApi final : public HttpHandler {

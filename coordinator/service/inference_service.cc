@@ -21,6 +21,14 @@ namespace pb = tandem::v1;
 
 }  // namespace
 
+absl::Status InferenceService::Authenticate(const grpc::CallbackServerContext& context) const {
+  if (!api_key_.required()) return absl::OkStatus();
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return api_key_.Check(std::nullopt);
+  return api_key_.Check(std::string_view(it->second.data(), it->second.size()));
+}
+
 absl::StatusOr<std::vector<int32_t>> InferenceService::PromptTokens(
     const pb::GenerateRequest& request) const {
   switch (request.prompt_case()) {
@@ -75,7 +83,8 @@ grpc::ServerWriteReactor<pb::GenerateStreamResponse>* InferenceService::Generate
   const RequestId id = admission_->NextId();
   const protocol::OutputFormat format = FormatOf(*request, id);
   auto* reactor = new GenerateStreamReactor(context, format, admission_);
-  reactor->Start(Admit(*request, id, format, reactor));
+  absl::Status auth = Authenticate(*context);
+  reactor->Start(auth.ok() ? Admit(*request, id, format, reactor) : auth);
   return reactor;
 }
 
@@ -85,7 +94,8 @@ grpc::ServerUnaryReactor* InferenceService::Generate(grpc::CallbackServerContext
   const RequestId id = admission_->NextId();
   const protocol::OutputFormat format = FormatOf(*request, id);
   auto* reactor = new GenerateUnaryReactor(context, format, response, admission_);
-  reactor->Start(Admit(*request, id, format, reactor));
+  absl::Status auth = Authenticate(*context);
+  reactor->Start(auth.ok() ? Admit(*request, id, format, reactor) : auth);
   return reactor;
 }
 
@@ -93,7 +103,8 @@ grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext
                                                      const pb::TokenizeRequest* request,
                                                      pb::TokenizeResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(TokenizeNow(*request, response));
+  absl::Status auth = Authenticate(*context);
+  reactor->Finish(auth.ok() ? TokenizeNow(*request, response) : ToGrpcStatus(auth));
   return reactor;
 }
 
@@ -101,16 +112,18 @@ grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerConte
                                                        const pb::DetokenizeRequest* request,
                                                        pb::DetokenizeResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(DetokenizeNow(*request, response));
+  absl::Status auth = Authenticate(*context);
+  reactor->Finish(auth.ok() ? DetokenizeNow(*request, response) : ToGrpcStatus(auth));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelInfo(grpc::CallbackServerContext* context,
                                                       const pb::ModelInfoRequest*,
                                                       pb::ModelInfoResponse* response) {
-  ModelInfoNow(response);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  absl::Status auth = Authenticate(*context);
+  if (auth.ok()) ModelInfoNow(response);
+  reactor->Finish(ToGrpcStatus(auth));
   return reactor;
 }
 

@@ -5,7 +5,9 @@
 // GenerateStreamReactor) as its observer, to RequestAdmission, which routes,
 // registers and submits it; the reactor answers the client with the results
 // the admission's registry delivers to it. Proto types and gRPC status codes
-// stop here and in those reactors (DESIGN.md "Boundaries", "Errors").
+// stop here and in those reactors (DESIGN.md "Boundaries", "Errors"). With
+// an API key every RPC first checks the call's "authorization" metadata and
+// answers UNAUTHENTICATED without touching the scheduler when it is wrong.
 //
 // Thread-safety: the RPC handlers run on gRPC's callback threads,
 // concurrently, and never block on a request.
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/api_key.h"
 #include "coordinator/scheduler/request.h"
 #include "coordinator/service/request_admission.h"
 #include "protocol/generate_response_codec.h"
@@ -26,8 +29,10 @@ namespace tandem::coordinator {
 
 class InferenceService final : public tandem::v1::Inference::CallbackService {
  public:
-  // `admission` must outlive the service.
-  explicit InferenceService(RequestAdmission* admission) : admission_(admission) {}
+  // `admission` must outlive the service; `api_key` (open by default) is
+  // what every call must present.
+  explicit InferenceService(RequestAdmission* admission, ApiKey api_key = {})
+      : admission_(admission), api_key_(std::move(api_key)) {}
 
   grpc::ServerUnaryReactor* Generate(grpc::CallbackServerContext* context,
                                      const tandem::v1::GenerateRequest* request,
@@ -64,8 +69,11 @@ class InferenceService final : public tandem::v1::Inference::CallbackService {
   grpc::Status DetokenizeNow(const tandem::v1::DetokenizeRequest& request,
                              tandem::v1::DetokenizeResponse* response) const;
   void ModelInfoNow(tandem::v1::ModelInfoResponse* response) const;
+  // The call's key against api_key_: OK or UNAUTHENTICATED.
+  absl::Status Authenticate(const grpc::CallbackServerContext& context) const;
 
   RequestAdmission* const admission_;
+  const ApiKey api_key_;
 };
 
 }  // namespace tandem::coordinator

@@ -47,6 +47,9 @@ struct ClientOptions {
   // Deadline of each call, retries included; 0 → none.
   std::chrono::milliseconds timeout{0};
   RetryPolicy retry;
+  // Sent as "authorization: Bearer KEY" with every call when not empty
+  // (tandem-coordinator --api-key); grpc.health.v1 needs none.
+  std::string api_key;
 };
 
 // grpc.health.v1 serving states.

@@ -17,12 +17,15 @@ class AsyncClient:
     `async with` closes it."""
 
     def __init__(self, address: str, *, timeout: Optional[float] = DEFAULT_TIMEOUT,
-                 backoff: Optional[Backoff] = None, options=None):
+                 backoff: Optional[Backoff] = None, options=None,
+                 api_key: Optional[str] = None):
         self._channel = grpc.aio.insecure_channel(address, options=list(options or []))
         self._stub = inference_pb2_grpc.InferenceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.timeout = timeout
         self.backoff = backoff or Backoff()
+        # tandem-coordinator --api-key: sent with every call.
+        self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else None
 
     async def close(self):
         await self._channel.close()
@@ -37,7 +40,7 @@ class AsyncClient:
         delays = self.backoff.delays()
         while True:
             try:
-                return await method(request, timeout=self.timeout)
+                return await method(request, timeout=self.timeout, metadata=self._metadata)
             except grpc.aio.AioRpcError as e:
                 delay = next(delays, None) if e.code() == grpc.StatusCode.UNAVAILABLE else None
                 if delay is None:
@@ -58,8 +61,9 @@ class AsyncClient:
                messages: Optional[Iterable[Dict[str, str]]] = None, **kwargs) -> AsyncStream:
         """As Client.stream: an AsyncStream (`async for`)."""
         request = _convert.request(prompt, messages, **kwargs)
-        return AsyncStream(lambda: self._stub.GenerateStream(request, timeout=self.timeout),
-                           self.backoff)
+        start = lambda: self._stub.GenerateStream(  # noqa: E731
+            request, timeout=self.timeout, metadata=self._metadata)
+        return AsyncStream(start, self.backoff)
 
     async def tokenize(self, text: str) -> List[int]:
         """As Client.tokenize."""
@@ -81,7 +85,7 @@ class AsyncClient:
         """As Client.health."""
         try:
             r = await self._health.Check(health_pb2.HealthCheckRequest(service=service),
-                                         timeout=self.timeout)
+                                         timeout=self.timeout, metadata=self._metadata)
         except grpc.aio.AioRpcError as e:
             if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND):
                 return False

@@ -36,16 +36,22 @@ class Client:
     `timeout` is each call's deadline in seconds (None: none); a call that
     fails UNAVAILABLE before any token arrived is retried per `backoff`
     (never after: a stream that already yielded tokens raises). Errors are
-    tandem_client.errors exceptions. Usable as a context manager; thread-safe.
+    tandem_client.errors exceptions. `api_key` (tandem-coordinator --api-key)
+    is sent as "authorization: Bearer KEY" with every call; a wrong or missing
+    one raises TandemError with code UNAUTHENTICATED. Usable as a context
+    manager; thread-safe.
     """
 
     def __init__(self, address: str, *, timeout: Optional[float] = DEFAULT_TIMEOUT,
-                 backoff: Optional[Backoff] = None, options=None):
+                 backoff: Optional[Backoff] = None, options=None,
+                 api_key: Optional[str] = None):
         self._channel = grpc.insecure_channel(address, options=list(options or []))
         self._stub = inference_pb2_grpc.InferenceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.timeout = timeout
         self.backoff = backoff or Backoff()
+        # tandem-coordinator --api-key: sent with every call.
+        self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else None
 
     def close(self):
         self._channel.close()
@@ -61,7 +67,7 @@ class Client:
         delays = self.backoff.delays()
         while True:
             try:
-                return method(request, timeout=self.timeout)
+                return method(request, timeout=self.timeout, metadata=self._metadata)
             except grpc.RpcError as e:
                 delay = next(delays, None) if e.code() == grpc.StatusCode.UNAVAILABLE else None
                 if delay is None:
@@ -89,8 +95,9 @@ class Client:
         Stream returned yields their deltas as they are generated and raises
         when the call fails (see Stream: request_id, usage, cancel)."""
         request = _convert.request(prompt, messages, **kwargs)
-        return Stream(lambda: self._stub.GenerateStream(request, timeout=self.timeout),
-                      self.backoff)
+        start = lambda: self._stub.GenerateStream(  # noqa: E731
+            request, timeout=self.timeout, metadata=self._metadata)
+        return Stream(start, self.backoff)
 
     def tokenize(self, text: str) -> List[int]:
         """The token ids of `text`."""
@@ -111,7 +118,7 @@ class Client:
         """True when grpc.health.v1 reports `service` ("" = the server) SERVING."""
         try:
             r = self._health.Check(health_pb2.HealthCheckRequest(service=service),
-                                   timeout=self.timeout)
+                                   timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND):
                 return False

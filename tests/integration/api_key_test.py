@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""tandem-coordinator --api-key: every gRPC call (Python SDK; the CLI, which is
+the C++ SDK, through TANDEM_API_KEY) and every HTTP path (openai SDK) but
+/health, /ready and /metrics requires "authorization: Bearer KEY"; a missing or
+wrong key is UNAUTHENTICATED / 401 and never reaches the scheduler (the worker
+group's step count does not move); grpc.health.v1 stays open for probes. With
+--api-key-file and --api-key-metrics, /metrics needs the key too. Bad key flags
+fail at start-up naming the problem.
+
+Env: TANDEM_COORDINATOR_BIN, TANDEM_BIN, TANDEM_MODEL.
+"""
+import os
+import subprocess
+import tempfile
+import unittest
+import urllib.error
+import urllib.request
+
+import grpc
+import openai
+import tandem_client
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from server_process import Server
+
+COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
+BIN = os.environ["TANDEM_BIN"]
+MODEL = os.environ["TANDEM_MODEL"]
+KEY = "tk-test-5f0c2a9e"
+PROMPT = "The capital of France is"
+
+
+def start(*flags):
+    return Server([COORDINATOR, "--local", "--model", MODEL, "--port", "0", "--threads", "2",
+                   *flags], "tandem-coordinator")
+
+
+def http_get(address, path, key=None):
+    """(status, body) of GET http://address/path."""
+    request = urllib.request.Request(f"http://{address}{path}")
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def sdk(address, key=None):
+    return tandem_client.Client(address, timeout=60, api_key=key,
+                                backoff=tandem_client.Backoff(max_retries=0),
+                                options=[("grpc.enable_http_proxy", 0)])
+
+
+class ApiKeyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = start("--api-key", KEY)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.kill()
+
+    def steps(self):
+        with sdk(self.server.address, KEY) as c:
+            return c.model_info().worker_groups[0].num_steps
+
+    def test_grpc_calls_need_the_key(self):
+        before = self.steps()
+        for key in (None, "wrong", KEY + "x", KEY[:-1]):
+            with sdk(self.server.address, key) as c:
+                for call in (lambda: c.generate(PROMPT, max_tokens=2),
+                             lambda: list(c.stream(PROMPT, max_tokens=2)),
+                             lambda: c.tokenize("hi"), c.model_info):
+                    with self.assertRaises(tandem_client.TandemError) as e:
+                        call()
+                    self.assertEqual(e.exception.code, grpc.StatusCode.UNAUTHENTICATED, key)
+                    self.assertIn("Bearer KEY", e.exception.message)
+                    self.assertNotIn(KEY, e.exception.message)
+        self.assertEqual(self.steps(), before, "a rejected call reached the scheduler")
+        with sdk(self.server.address, KEY) as c:
+            r = c.generate(PROMPT, max_tokens=4, temperature=0)
+            self.assertEqual(len(r.completions[0].token_ids), 4)
+            self.assertTrue(c.tokenize("hi"))
+        self.assertGreater(self.steps(), before)
+
+    def test_grpc_health_stays_open(self):
+        with grpc.insecure_channel(self.server.address,
+                                   options=[("grpc.enable_http_proxy", 0)]) as ch:
+            reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(),
+                                                         timeout=10)
+        self.assertEqual(reply.status, health_pb2.HealthCheckResponse.SERVING)
+
+    def test_http_paths(self):
+        base = f"http://{self.server.http_address}/v1"
+        good = openai.OpenAI(base_url=base, api_key=KEY, max_retries=0)
+        r = good.completions.create(model=good.models.list().data[0].id, prompt=PROMPT,
+                                    max_tokens=3, temperature=0)
+        self.assertEqual(r.usage.completion_tokens, 3)
+        bad = openai.OpenAI(base_url=base, api_key="wrong", max_retries=0)
+        with self.assertRaises(openai.AuthenticationError):
+            bad.models.list()
+        with self.assertRaises(openai.AuthenticationError):
+            bad.completions.create(model="x", prompt=PROMPT, max_tokens=3)
+        for path in ("/health", "/ready", "/metrics"):
+            self.assertEqual(http_get(self.server.http_address, path)[0], 200, path)
+        status, body = http_get(self.server.http_address, "/tokenizer_info")
+        self.assertEqual(status, 401)
+        self.assertNotIn(KEY, body)
+
+    def test_cli_takes_the_key_from_the_environment(self):
+        args = [BIN, "generate", "--addr", self.server.address, "--prompt", PROMPT,
+                "--max-tokens", "3", "--temperature", "0", "--json"]
+        env = {k: v for k, v in os.environ.items() if k != "TANDEM_API_KEY"}
+        denied = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
+        self.assertNotEqual(denied.returncode, 0)
+        self.assertIn("UNAUTHENTICATED", denied.stderr)
+        ok = subprocess.run(args, capture_output=True, text=True, timeout=120,
+                            env=dict(env, TANDEM_API_KEY=KEY))
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+
+
+class ApiKeyFileTest(unittest.TestCase):
+    def test_key_file_and_protected_metrics(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".key") as f:
+            f.write(f"  {KEY}\n")
+            f.flush()
+            server = start("--api-key-file", f.name, "--api-key-metrics")
+        try:
+            self.assertEqual(http_get(server.http_address, "/metrics")[0], 401)
+            self.assertEqual(http_get(server.http_address, "/metrics", KEY)[0], 200)
+            self.assertEqual(http_get(server.http_address, "/ready")[0], 200)
+            with sdk(server.address, KEY) as c:
+                self.assertTrue(c.tokenize("hi"))
+        finally:
+            server.kill()
+
+    def test_bad_key_flags_fail_at_start(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".key") as empty:
+            cases = [(["--api-key", "a", "--api-key-file", empty.name], "not both"),
+                     (["--api-key-file", empty.name], "is empty"),
+                     (["--api-key-file", "/nonexistent/key"], "/nonexistent/key"),
+                     (["--api-key", "two words"], "whitespace")]
+            for flags, expected in cases:
+                p = subprocess.run([COORDINATOR, "--local", "--model", MODEL, "--port", "0",
+                                    "--http-port", "-1", *flags],
+                                   capture_output=True, text=True, timeout=120)
+                self.assertNotEqual(p.returncode, 0, flags)
+                self.assertIn(expected, p.stderr, flags)
+
+
+if __name__ == "__main__":
+    unittest.main()
