@@ -101,6 +101,8 @@ ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "The server's HOST:PORT");
 ABSL_FLAG(int32_t, concurrency, 0, "Requests in flight at once");
 ABSL_FLAG(int32_t, timeout_s, -1, "Per-request deadline in seconds");
 ABSL_FLAG(int32_t, tp, 2, "Tensor-parallel ranks of the worker group");
+ABSL_FLAG(int32_t, replicas, 1,
+          "Worker groups (model replicas, --tp ranks each), 1..64; one that exits is restarted");
 ABSL_FLAG(int32_t, port, 0, "The coordinator's gRPC port (0 = the OS picks)");
 ABSL_FLAG(int32_t, http_port, 8000,
           "up: the coordinator's OpenAI-compatible HTTP port (0 = the OS picks, -1 = off)");
@@ -116,7 +118,7 @@ ABSL_FLAG(std::vector<std::string>, draft_arg, {}, "Extra tandem-draft flags (co
 ABSL_FLAG(std::vector<std::string>, coordinator_arg, {},
           "Extra tandem-coordinator flags (comma-separated)");
 ABSL_FLAG(std::string, config, "",
-          "JSON file of up options (keys: model, tp, port, draft_model, grace_s, mpirun, "
+          "JSON file of up options (keys: model, tp, replicas, port, draft_model, grace_s, mpirun, "
           "bin_dir, worker_args, draft_args, coordinator_args); flags given win over it");
 ABSL_FLAG(std::optional<std::string>, system, std::nullopt, "The system prompt");
 ABSL_FLAG(std::string, service, "", "The service name to check (default: the server)");
@@ -197,9 +199,9 @@ tandem::Program TandemProgram() {
        "A multi-turn chat with a coordinator: one user message a line on stdin; /reset, /exit",
        Join({{{"addr", "The coordinator's HOST:PORT"}, {"system"}}, sampling, {deadline}})},
       BenchCommandSpec(),
-      {"up", "--model PATH [--tp N] [--port P] [--draft-model PATH | --no-draft] [flags]",
-       "A local cluster in the foreground: a worker group, a draft worker and a coordinator",
-       {{"model"}, {"tp"}, {"port"}, {"http_port"}, {"draft_model"}, {"no_draft"},
+      {"up", "--model PATH [--tp N] [--replicas N] [--port P] [--draft-model PATH | --no-draft] [flags]",
+       "A supervised local cluster in the foreground: worker groups, a draft worker and a coordinator",
+       {{"model"}, {"tp"}, {"replicas"}, {"port"}, {"http_port"}, {"draft_model"}, {"no_draft"},
         {"speculative", "The draft worker's kind: ngram, layer-skip:L or model (default: ngram, "
                         "or model with --draft-model)"},
         {"num_speculative_tokens"}, {"config"}, {"bin_dir"}, {"mpirun"}, {"grace_s"},
@@ -257,6 +259,7 @@ int Up(const std::vector<std::string>& args) {
   tandem::client::UpOptions u;
   u.model = absl::GetFlag(FLAGS_model);
   u.tp = absl::GetFlag(FLAGS_tp);
+  u.replicas = absl::GetFlag(FLAGS_replicas);
   u.port = absl::GetFlag(FLAGS_port);
   u.http_port = absl::GetFlag(FLAGS_http_port);
   u.bin_dir = absl::GetFlag(FLAGS_bin_dir);

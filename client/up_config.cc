@@ -93,6 +93,11 @@ const KeySpec kKeys[] = {
        TANDEM_UP_CONFIG_SET(o->tp, Int32(s, k, v));
        return absl::OkStatus();
      }},
+    {"replicas", "replicas", "",
+     [](const std::string& s, absl::string_view k, const json& v, UpOptions* o) {
+       TANDEM_UP_CONFIG_SET(o->replicas, Int32(s, k, v));
+       return absl::OkStatus();
+     }},
     {"port", "port", "",
      [](const std::string& s, absl::string_view k, const json& v, UpOptions* o) {
        TANDEM_UP_CONFIG_SET(o->port, Int32(s, k, v));

@@ -19,7 +19,7 @@ absl::Status Apply(const std::string& text, UpOptions* o, const std::set<std::st
 
 TEST(UpConfigTest, EveryKeyIsApplied) {
   UpOptions o;
-  ASSERT_TRUE(Apply(R"({"model": "m.gguf", "tp": 3, "port": 5000, "bin_dir": "/b",
+  ASSERT_TRUE(Apply(R"({"model": "m.gguf", "tp": 3, "replicas": 2, "port": 5000, "bin_dir": "/b",
                         "mpirun": "mpiexec", "grace_s": 4, "draft_model": "d.gguf",
                         "worker_args": ["--threads=1", "--kv-blocks=64"],
                         "draft_args": ["--threads=2"], "coordinator_args": []})",
@@ -27,6 +27,7 @@ TEST(UpConfigTest, EveryKeyIsApplied) {
                   .ok());
   EXPECT_EQ(o.model, "m.gguf");
   EXPECT_EQ(o.tp, 3);
+  EXPECT_EQ(o.replicas, 2);
   EXPECT_EQ(o.port, 5000);
   EXPECT_EQ(o.bin_dir, "/b");
   EXPECT_EQ(o.mpirun, "mpiexec");
@@ -80,7 +81,7 @@ TEST(UpConfigTest, UnknownKeyIsNamedWithTheKnownOnes) {
   absl::Status s = Apply(R"({"model": "m", "tpp": 2})", &o);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("up.json: unknown key \"tpp\""));
-  EXPECT_THAT(std::string(s.message()), HasSubstr("model, tp, port"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("model, tp, replicas, port"));
 }
 
 TEST(UpConfigTest, WrongTypesNameKeyValueAndExpectation) {
@@ -122,6 +123,7 @@ TEST(UpConfigTest, NotAnObjectOrNotJson) {
 
 TEST(UpConfigTest, FlagsMapToTheirKeys) {
   EXPECT_EQ(UpConfigKeyOfFlag("tp"), "tp");
+  EXPECT_EQ(UpConfigKeyOfFlag("replicas"), "replicas");
   EXPECT_EQ(UpConfigKeyOfFlag("grace_s"), "grace_s");
   EXPECT_EQ(UpConfigKeyOfFlag("worker_arg"), "worker_args");
   EXPECT_EQ(UpConfigKeyOfFlag("draft_arg"), "draft_args");
