@@ -21,6 +21,13 @@ absl::Status TypeError(const std::string& key, const char* expected, const json&
 
 absl::StatusOr<int64_t> GetInt(const std::string& key, const json& v) {
   if (!v.is_number_integer()) return TypeError(key, "an integer", v);
+  // nlohmann keeps integers past INT64_MAX as uint64; get<int64_t>() would
+  // wrap them to negative values (18446744073709551615 → -1).
+  if (v.is_number_unsigned() &&
+      v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("field \"%s\" = %u does not fit in 32 bits", key, v.get<uint64_t>()));
+  }
   return v.get<int64_t>();
 }
 
@@ -55,12 +62,18 @@ absl::StatusOr<std::vector<int32_t>> GetIntList(const std::string& key, const js
   std::vector<int32_t> out;
   for (const json& e : v) {
     if (!e.is_number_integer()) return TypeError(key, "an array of integers", v);
-    int64_t x = e.get<int64_t>();
-    if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("field \"%s\" has token id %d, which does not fit in 32 bits", key, x));
+    // Unsigned: nlohmann's type for integers past INT64_MAX, which
+    // get<int64_t>() would wrap to negative values.
+    const bool fits =
+        e.is_number_unsigned()
+            ? e.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max())
+            : e.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
+                  e.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+    if (!fits) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "field \"%s\" has token id %s, which does not fit in 32 bits", key, e.dump()));
     }
-    out.push_back(static_cast<int32_t>(x));
+    out.push_back(static_cast<int32_t>(e.get<int64_t>()));
   }
   return out;
 }
