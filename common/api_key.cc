@@ -22,23 +22,26 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-absl::Status ValidateKey(const std::string& key, const std::string& source) {
+}  // namespace
+
+absl::Status ValidateApiKey(const std::string& key, const std::string& source) {
   if (key.empty()) return absl::InvalidArgumentError(absl::StrFormat("%s is empty", source));
   if (key.size() > kMaxApiKeyBytes) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s is %d bytes long: at most %d", source, key.size(), kMaxApiKeyBytes));
   }
-  for (unsigned char c : key) {
-    if (c <= ' ' || c == 0x7f) {
+  // Printable ASCII only: what an HTTP header and gRPC metadata carry
+  // as they are (gRPC clients reject other bytes in metadata values).
+  for (size_t i = 0; i < key.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(key[i]);
+    if (c < 0x21 || c > 0x7e) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s holds whitespace or a control character (byte 0x%02x): not allowed in a key",
-          source, c));
+          "%s holds byte 0x%02x at offset %d: a key is printable ASCII without spaces "
+          "(0x21 to 0x7e)", source, c, i));
     }
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::StatusOr<ApiKey> ApiKey::FromFlags(const std::string& key, const std::string& file) {
   if (!key.empty() && !file.empty()) {
@@ -55,7 +58,7 @@ absl::StatusOr<ApiKey> ApiKey::FromFlags(const std::string& key, const std::stri
     value = std::string(absl::StripAsciiWhitespace(content.str()));
     source = absl::StrFormat("the key in --api-key-file '%s'", file);
   }
-  if (absl::Status s = ValidateKey(value, source); !s.ok()) return s;
+  if (absl::Status s = ValidateApiKey(value, source); !s.ok()) return s;
   return ApiKey(std::move(value));
 }
 

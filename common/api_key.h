@@ -21,15 +21,18 @@ namespace tandem {
 // content up to this length.
 inline constexpr size_t kMaxApiKeyBytes = 4096;
 
+// OK when `key` is a usable key: 1..kMaxApiKeyBytes bytes of printable
+// ASCII without spaces (0x21..0x7e); else InvalidArgument naming `source`
+// (e.g. "--api-key"), the offending byte and its offset, never the key.
+absl::Status ValidateApiKey(const std::string& key, const std::string& source);
+
 class ApiKey {
  public:
   ApiKey() = default;  // open: no key required
 
   // From --api-key (`key`) or, when that is empty, --api-key-file (`file`,
   // its content with surrounding whitespace removed); both empty → open.
-  // InvalidArgument when both are given, the file yields an empty key, or
-  // the key is longer than kMaxApiKeyBytes or holds whitespace or control
-  // characters; NotFound naming the file when it cannot be read.
+  // InvalidArgument when both are given or the key fails ValidateApiKey; NotFound naming the file when it cannot be read.
   static absl::StatusOr<ApiKey> FromFlags(const std::string& key, const std::string& file);
 
   bool required() const { return key_.has_value(); }

@@ -65,11 +65,15 @@ const char* ServingStatusName(ServingStatus status) {
 }
 
 Client::Client(const std::string& address, ClientOptions options)
-    : address_(address), options_(options), channel_(std::make_unique<Channel>(address)) {}
+    : address_(address),
+      options_(options),
+      options_status_(sdk::CheckApiKey(options.api_key)),
+      channel_(std::make_unique<Channel>(address)) {}
 
 Client::~Client() = default;
 
 absl::StatusOr<GenerateResult> Client::Generate(const GenerateRequest& request) {
+  if (!options_status_.ok()) return options_status_;
   const v1::GenerateRequest proto = sdk::GenerateRequestToProto(request);
   v1::GenerateResponse response;
   absl::Status s = channel_->Unary(&v1::Inference::Stub::Generate, *channel_->inference, proto,
@@ -85,6 +89,7 @@ absl::StatusOr<GenerateResult> Client::Chat(std::vector<ChatMessage> messages,
 }
 
 absl::StatusOr<GenerationStream> Client::OpenStream(const GenerateRequest& request) {
+  if (!options_status_.ok()) return options_status_;
   const v1::GenerateRequest proto = sdk::GenerateRequestToProto(request);
   const sdk::Deadline deadline = sdk::DeadlineAfter(options_.timeout);
   std::unique_ptr<GenerationStream::Call> call;
@@ -111,6 +116,7 @@ absl::StatusOr<GenerateResult> Client::Stream(
 }
 
 absl::StatusOr<std::vector<int32_t>> Client::Tokenize(std::string_view text) {
+  if (!options_status_.ok()) return options_status_;
   v1::TokenizeRequest request;
   request.set_text(std::string(text));
   v1::TokenizeResponse response;
@@ -121,6 +127,7 @@ absl::StatusOr<std::vector<int32_t>> Client::Tokenize(std::string_view text) {
 }
 
 absl::StatusOr<std::vector<int32_t>> Client::TokenizeChat(const ChatPrompt& chat) {
+  if (!options_status_.ok()) return options_status_;
   v1::TokenizeRequest request;
   *request.mutable_chat() = sdk::ChatPromptToProto(chat);
   v1::TokenizeResponse response;
@@ -132,6 +139,7 @@ absl::StatusOr<std::vector<int32_t>> Client::TokenizeChat(const ChatPrompt& chat
 
 absl::StatusOr<std::string> Client::Detokenize(const std::vector<int32_t>& token_ids,
                                                bool skip_special_tokens) {
+  if (!options_status_.ok()) return options_status_;
   v1::DetokenizeRequest request;
   request.mutable_token_ids()->Add(token_ids.begin(), token_ids.end());
   request.set_skip_special_tokens(skip_special_tokens);
@@ -143,6 +151,7 @@ absl::StatusOr<std::string> Client::Detokenize(const std::vector<int32_t>& token
 }
 
 absl::StatusOr<ModelInfo> Client::GetModelInfo() {
+  if (!options_status_.ok()) return options_status_;
   v1::ModelInfoResponse response;
   absl::Status s = channel_->Unary(&v1::Inference::Stub::ModelInfo, *channel_->inference,
                                    v1::ModelInfoRequest(), response, options_);
@@ -151,6 +160,7 @@ absl::StatusOr<ModelInfo> Client::GetModelInfo() {
 }
 
 absl::StatusOr<ServingStatus> Client::Health(const std::string& service) {
+  if (!options_status_.ok()) return options_status_;
   health_pb::HealthCheckRequest request;
   request.set_service(service);
   health_pb::HealthCheckResponse response;

@@ -1,13 +1,28 @@
 #include "client/sdk/retry.h"
 
 #include <algorithm>
+#include <string>
 #include <thread>
 
 namespace tandem::sdk {
 
 Deadline DeadlineAfter(std::chrono::milliseconds timeout) {
-  if (timeout.count() <= 0) return std::nullopt;
+  // Past a year a deadline means none (and now + timeout cannot overflow).
+  constexpr std::chrono::hours kNoDeadline(24 * 366);
+  if (timeout.count() <= 0 || timeout > kNoDeadline) return std::nullopt;
   return std::chrono::system_clock::now() + timeout;
+}
+
+absl::Status CheckApiKey(const std::string& api_key) {
+  for (size_t i = 0; i < api_key.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(api_key[i]);
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(
+          "ClientOptions::api_key holds byte " + std::to_string(c) + " at offset " +
+          std::to_string(i) + ": a key is printable ASCII without spaces (33 to 126)");
+    }
+  }
+  return absl::OkStatus();
 }
 
 void Authorize(const std::string& api_key, grpc::ClientContext& context) {

@@ -17,10 +17,17 @@ namespace tandem::sdk {
 
 using Deadline = std::optional<std::chrono::system_clock::time_point>;
 
-// The call's absolute deadline: now + timeout, or none for 0.
+// The call's absolute deadline: now + timeout, or none for 0 (or over a
+// year).
 Deadline DeadlineAfter(std::chrono::milliseconds timeout);
 
-// Adds "authorization: Bearer KEY" to `context` unless `api_key` is empty.
+// OK for an empty key or one of printable ASCII without spaces (what gRPC
+// metadata carries; the C++ gRPC client aborts the process on other bytes);
+// else InvalidArgument naming the byte and its offset, never the key.
+absl::Status CheckApiKey(const std::string& api_key);
+
+// Adds "authorization: Bearer KEY" to `context` unless `api_key` is empty
+// (checked by CheckApiKey first).
 void Authorize(const std::string& api_key, grpc::ClientContext& context);
 
 // The same code (both follow google.rpc.Code) and message.

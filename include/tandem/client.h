@@ -44,11 +44,13 @@ struct RetryPolicy {
 };
 
 struct ClientOptions {
-  // Deadline of each call, retries included; 0 → none.
+  // Deadline of each call, retries included; 0 (or over a year) → none.
   std::chrono::milliseconds timeout{0};
   RetryPolicy retry;
   // Sent as "authorization: Bearer KEY" with every call when not empty
-  // (tandem-coordinator --api-key); grpc.health.v1 needs none.
+  // (tandem-coordinator --api-key); grpc.health.v1 needs none. Printable
+  // ASCII without spaces: another key fails every call with
+  // INVALID_ARGUMENT.
   std::string api_key;
 };
 
@@ -130,7 +132,8 @@ class Client {
                                         const std::function<void(const StreamEvent&)>& on_event);
   // Opens a stream for the caller to iterate. Waits for the first event, so
   // that UNAVAILABLE before it is retried and errors such as
-  // INVALID_ARGUMENT are returned here.
+  // INVALID_ARGUMENT are returned here; that wait is bounded only by
+  // ClientOptions::timeout.
   absl::StatusOr<GenerationStream> OpenStream(const GenerateRequest& request);
 
   absl::StatusOr<std::vector<int32_t>> Tokenize(std::string_view text);
@@ -150,6 +153,7 @@ class Client {
   struct Channel;  // the gRPC channel and stubs (client/sdk)
   std::string address_;
   ClientOptions options_;
+  absl::Status options_status_;  // the options' own problem, returned by every call
   std::unique_ptr<Channel> channel_;
 };
 

@@ -29,8 +29,9 @@ using std::chrono::milliseconds;
 // `stream_error` if set); every call records its request.
 class ScriptedInference final : public pb::Inference::Service {
  public:
-  grpc::Status Generate(grpc::ServerContext*, const pb::GenerateRequest* request,
+  grpc::Status Generate(grpc::ServerContext* context, const pb::GenerateRequest* request,
                         pb::GenerateResponse* response) override {
+    RecordAuthorization(*context);
     if (grpc::Status s = Admit(*request); !s.ok()) return s;
     *response = unary_response;
     return grpc::Status::OK;
@@ -38,6 +39,7 @@ class ScriptedInference final : public pb::Inference::Service {
 
   grpc::Status GenerateStream(grpc::ServerContext* context, const pb::GenerateRequest* request,
                               grpc::ServerWriter<pb::GenerateStreamResponse>* writer) override {
+    RecordAuthorization(*context);
     if (grpc::Status s = Admit(*request); !s.ok()) return s;
     for (const pb::GenerateStreamResponse& msg : stream) writer->Write(msg);
     if (hold_open) {
@@ -86,8 +88,17 @@ class ScriptedInference final : public pb::Inference::Service {
   grpc::Status stream_error = grpc::Status::OK;
   bool hold_open = false;
   std::atomic<bool> saw_cancel{false};
+  std::vector<std::string> authorizations;  // each Generate(Stream) call's, "" if none
 
  private:
+  void RecordAuthorization(const grpc::ServerContext& context) {
+    auto it = context.client_metadata().find("authorization");
+    std::lock_guard<std::mutex> lock(mu);
+    authorizations.push_back(it == context.client_metadata().end()
+                                 ? ""
+                                 : std::string(it->second.data(), it->second.size()));
+  }
+
   grpc::Status Admit(const pb::GenerateRequest& request) {
     std::lock_guard<std::mutex> lock(mu);
     requests.push_back(request);
@@ -390,6 +401,35 @@ TEST(SdkClientTest, NothingListeningIsUnavailableWithinTheRetries) {
   absl::StatusOr<std::vector<int32_t>> ids = client.Tokenize("hello");
   EXPECT_TRUE(absl::IsUnavailable(ids.status())) << ids.status();
   EXPECT_FALSE(client.IsConnected());
+}
+
+TEST(SdkClientTest, SendsTheApiKeyWithEveryCall) {
+  ScriptedServer server;
+  server.service.stream = TwoCompletionStream();
+  ClientOptions options = FastRetries(0);
+  options.api_key = "tk-123";
+  Client client(server.address(), options);
+  ASSERT_TRUE(client.Generate({.prompt = std::string("x")}).ok());
+  ASSERT_TRUE(client.Stream({.prompt = std::string("x")}, nullptr).ok());
+  Client keyless(server.address(), FastRetries(0));
+  ASSERT_TRUE(keyless.Generate({.prompt = std::string("x")}).ok());
+  EXPECT_EQ(server.service.authorizations,
+            (std::vector<std::string>{"Bearer tk-123", "Bearer tk-123", ""}));
+}
+
+TEST(SdkClientTest, AKeyGrpcCannotCarryFailsEveryCallWithoutSending) {
+  ScriptedServer server;
+  for (const char* bad : {"tk\n", "t k", "tk\xc3\xa9"}) {
+    ClientOptions options = FastRetries(0);
+    options.api_key = bad;
+    Client client(server.address(), options);
+    absl::StatusOr<GenerateResult> r = client.Generate({.prompt = std::string("x")});
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+    EXPECT_EQ(std::string(r.status().message()).find(bad), std::string::npos);
+    EXPECT_TRUE(absl::IsInvalidArgument(client.Tokenize("hi").status()));
+    EXPECT_TRUE(absl::IsInvalidArgument(client.Health().status()));
+  }
+  EXPECT_EQ(server.service.num_calls(), 0);
 }
 
 TEST(SdkClientTest, TokenizeModelInfoAndHealth) {
