@@ -131,6 +131,13 @@ grpc::Status TargetWorkerService::StepLocked(const tandem::v1::StepRequest& requ
   }
   absl::StatusOr<StepResult> result = executor_->Execute(*plan);
   num_sequences_.store(decoder_->num_sequences());
+  if (!result.ok() && comm_ != nullptr && comm_->world_size() > 1 &&
+      tp::BreaksTheGroup(result.status())) {
+    // The other ranks wait in this step's collectives for ever: end the group
+    // (the launcher or `tandem up` restarts it; the coordinator reconnects).
+    comm_->Abort(absl::StrFormat("step %d failed on rank 0 only: %s", request.step_id(),
+                                 result.status().ToString()));
+  }
   if (!result.ok()) return ToGrpcStatus(result.status());
   last_step_id_.store(request.step_id());
   protocol::StepResultToProto(*result, response);

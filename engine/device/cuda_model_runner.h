@@ -84,6 +84,9 @@ class CudaModelRunner : public model::ModelRunner {
 
  private:
   CudaModelRunner(model::Model* model, const CudaOptions& options, cudaStream_t stream);
+  // Create's per-rank part: the device, stream, weights and scratch.
+  static absl::StatusOr<std::unique_ptr<CudaModelRunner>> CreateOnDevice(
+      model::Model* model, const CudaOptions& options);
   absl::Status AllocateScratch();
   // Makes device_ordinal_ the calling thread's current device.
   absl::Status SelectDevice() const;

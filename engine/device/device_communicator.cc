@@ -19,7 +19,9 @@ absl::StatusOr<int> DeviceOrdinalFor(const std::vector<int>& gpus, int local_ran
         "--gpus %s lists %d devices, but this is local rank %d: list one per rank on the node",
         absl::StrJoin(gpus, ","), gpus.size(), local_rank));
   }
-  const int ordinal = gpus.empty() ? local_rank : gpus[local_rank];
+  // One visible device (e.g. CUDA_VISIBLE_DEVICES set per rank): it is this
+  // rank's, whatever its local rank.
+  const int ordinal = !gpus.empty() ? gpus[local_rank] : device_count == 1 ? 0 : local_rank;
   if (ordinal < 0 || ordinal >= device_count) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "local rank %d would use device %d, but this node has %d (ordinals 0..%d)%s", local_rank,

@@ -11,10 +11,13 @@
 // processes, ThreadCommunicator between in-process ranks (one thread per
 // rank, a barrier per collective) — which adds the partials in rank order.
 //
-// Determinism: NCCL's reduction order (rings, trees) is not rank order, but
-// for a fixed group and configuration every rank gets the same bits and runs
-// repeat, which is what "same seed -> same tokens" needs. A GPU group's sums
-// may differ from a CPU group's in the last bits.
+// Determinism: NCCL's reduction order (rings, trees) is not rank order, and
+// NCCL picks its algorithm and chunking from the message size (tokens in the
+// step × hidden), so on GPUs a token's sums may differ in the last bits with
+// the batch it runs in: "same seed -> same tokens at any batch composition"
+// holds for GPU tensor parallelism only up to such near-ties (every rank
+// still gets the same bits, and a run repeats). Under emulation the sums are
+// in rank order, exactly as on the CPU.
 //
 // Thread-safety: used by one thread per rank, the one running the forward.
 #ifndef TANDEM_ENGINE_DEVICE_DEVICE_COMMUNICATOR_H_
@@ -57,8 +60,9 @@ class DeviceCommunicator {
 };
 
 // The device ordinal rank `local_rank` of a node uses: gpus[local_rank] when
-// `gpus` (e.g. --gpus 2,3) lists any, else local_rank; InvalidArgument naming
-// both when it is not below `device_count` or `gpus` is too short.
+// `gpus` (e.g. --gpus 2,3) lists any, else 0 when the process sees one device
+// (CUDA_VISIBLE_DEVICES set per rank), else local_rank; InvalidArgument
+// naming both when it is not below `device_count` or `gpus` is too short.
 absl::StatusOr<int> DeviceOrdinalFor(const std::vector<int>& gpus, int local_rank,
                                      int device_count);
 

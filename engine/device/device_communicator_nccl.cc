@@ -35,12 +35,14 @@ DeviceCommunicator::~DeviceCommunicator() = default;
 absl::StatusOr<std::unique_ptr<DeviceCommunicator>> DeviceCommunicator::Create(
     parallel::Communicator* host) {
   ncclUniqueId id;
-  std::string id_bytes;
+  std::string id_bytes;  // stays empty when rank 0 has no id: the others fail below
+  absl::Status made;
   if (host->rank() == 0) {
-    RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
-    id_bytes.assign(reinterpret_cast<const char*>(&id), sizeof(id));
+    made = NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    if (made.ok()) id_bytes.assign(reinterpret_cast<const char*>(&id), sizeof(id));
   }
   RETURN_IF_ERROR(host->Broadcast(&id_bytes, 0));
+  RETURN_IF_ERROR(made);
   if (id_bytes.size() != sizeof(id)) {
     return absl::InternalError(absl::StrFormat("the NCCL unique id broadcast has %d bytes, not %d",
                                                id_bytes.size(), sizeof(id)));

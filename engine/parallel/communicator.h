@@ -16,7 +16,10 @@
 #define TANDEM_ENGINE_PARALLEL_COMMUNICATOR_H_
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -36,6 +39,15 @@ class Communicator {
 
   // Rank `root`'s *bytes replace every other rank's *bytes (any size).
   virtual absl::Status Broadcast(std::string* bytes, int root) = 0;
+
+  // Ends every rank of the group (this process included) after printing
+  // `reason`: for a failure on one rank that leaves the others waiting in a
+  // collective, where no rank can recover. The default ends this process.
+  [[noreturn]] virtual void Abort(std::string_view reason) {
+    std::fprintf(stderr, "rank %d of %d: %.*s: aborting the group\n", rank(), world_size(),
+                 static_cast<int>(reason.size()), reason.data());
+    std::_Exit(1);
+  }
 };
 
 // A world of one: every collective is a no-op.

@@ -1,5 +1,8 @@
 #include "engine/parallel/mpi_communicator.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <algorithm>
 #include <climits>
 
@@ -81,6 +84,13 @@ absl::Status MpiCommunicator::Broadcast(std::string* bytes, int root) {
     if (rc != MPI_SUCCESS) return MpiError("MPI_Bcast (bytes)", rc);
   }
   return absl::OkStatus();
+}
+
+void MpiCommunicator::Abort(std::string_view reason) {
+  std::fprintf(stderr, "rank %d of %d: %.*s: aborting the group\n", rank_, world_size_,
+               static_cast<int>(reason.size()), reason.data());
+  MPI_Abort(comm_, 1);
+  std::_Exit(1);  // MPI_Abort does not return; this says so to the compiler
 }
 
 }  // namespace tandem::parallel

@@ -48,6 +48,8 @@ class MpiCommunicator final : public Communicator {
   int world_size() const override { return world_size_; }
   absl::Status AllReduceSum(float* data, int64_t n) override;
   absl::Status Broadcast(std::string* bytes, int root) override;
+  // MPI_Abort: the launcher ends every rank.
+  [[noreturn]] void Abort(std::string_view reason) override;
 
  private:
   MPI_Comm comm_;

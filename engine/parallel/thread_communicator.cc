@@ -18,11 +18,13 @@ std::vector<std::unique_ptr<Communicator>> ThreadWorld::MakeCommunicators() {
 ThreadCommunicator::ThreadCommunicator(ThreadWorld* world, int rank) : world_(world), rank_(rank) {}
 
 absl::Status ThreadCommunicator::AllReduceSum(float* data, int64_t n) {
+  // A negative n still takes part in the exchange (the others would wait),
+  // and fails like mismatched counts.
   world_->buffers_[rank_] = data;
   world_->counts_[rank_] = n;
   world_->barrier_.arrive_and_wait();
-  const bool same_n = std::all_of(world_->counts_.begin(), world_->counts_.end(),
-                                  [n](int64_t c) { return c == n; });
+  const bool same_n = n >= 0 && std::all_of(world_->counts_.begin(), world_->counts_.end(),
+                                            [n](int64_t c) { return c == n; });
   if (same_n && n > 0) {
     const float* first = world_->buffers_[0];
     sum_.assign(first, first + n);
@@ -34,7 +36,7 @@ absl::Status ThreadCommunicator::AllReduceSum(float* data, int64_t n) {
   world_->barrier_.arrive_and_wait();
   if (!same_n) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "AllReduceSum: rank %d passed n %d, but the ranks' counts differ", rank_, n));
+        "AllReduceSum: rank %d passed n %d; every rank must pass the same n >= 0", rank_, n));
   }
   if (n > 0) std::copy(sum_.begin(), sum_.end(), data);
   return absl::OkStatus();

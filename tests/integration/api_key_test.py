@@ -141,7 +141,7 @@ class ApiKeyFileTest(unittest.TestCase):
             cases = [(["--api-key", "a", "--api-key-file", empty.name], "not both"),
                      (["--api-key-file", empty.name], "is empty"),
                      (["--api-key-file", "/nonexistent/key"], "/nonexistent/key"),
-                     (["--api-key", "two words"], "whitespace")]
+                     (["--api-key", "two words"], "byte 0x20 at offset 3")]
             for flags, expected in cases:
                 p = subprocess.run([COORDINATOR, "--local", "--model", MODEL, "--port", "0",
                                     "--http-port", "-1", *flags],

@@ -28,6 +28,19 @@ absl::StatusOr<Envelope> DecodeEnvelope(const std::string& bytes) {
   return Envelope{static_cast<EnvelopeKind>(kind), bytes.substr(1)};
 }
 
+bool BreaksTheGroup(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kNotFound:
+      return false;
+    default:
+      return true;
+  }
+}
+
 absl::Status BroadcastEnvelope(parallel::Communicator* comm, EnvelopeKind kind, const std::string& payload) {
   if (comm == nullptr || comm->world_size() == 1) return absl::OkStatus();
   std::string bytes = EncodeEnvelope(kind, payload);
@@ -71,6 +84,12 @@ absl::Status RunFollower(model::ModelRunner* runner, const worker::StepExecutorC
               request.step_id(), plan.status().ToString()));
         }
         absl::StatusOr<worker::StepResult> result = executor->Execute(*plan);
+        if (!result.ok() && BreaksTheGroup(result.status())) {
+          return absl::Status(result.status().code(),
+                              absl::StrFormat("rank %d: step %d failed on this rank only: %s",
+                                              comm->rank(), request.step_id(),
+                                              result.status().message()));
+        }
         if (!result.ok()) {
           std::fprintf(stderr, "tandem-worker rank %d: step %lld failed: %s\n", comm->rank(),
                        static_cast<long long>(request.step_id()),

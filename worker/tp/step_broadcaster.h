@@ -38,13 +38,22 @@ absl::StatusOr<Envelope> DecodeEnvelope(const std::string& bytes);
 absl::Status BroadcastEnvelope(parallel::Communicator* comm, EnvelopeKind kind,
                                const std::string& payload = "");
 
+// True when a failed step leaves the group out of step: an error local to
+// one rank (a device or communication failure: INTERNAL, UNKNOWN, DATA_LOSS,
+// RESOURCE_EXHAUSTED, UNAVAILABLE, ...) that the other ranks, waiting in the
+// step's collectives, never see. The executor's validation errors
+// (INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE, NOT_FOUND) fail the
+// same way on every rank before any collective and leave the group usable.
+bool BreaksTheGroup(const absl::Status& status);
+
 // Ranks != 0: receives envelopes until kShutdown (returns OK) and replays
 // them on a StepDecoder + StepExecutor of their own over `runner` (this
 // rank's shard on its device; `config.sample` is forced false: the forward
 // runs with logits == nullptr). A step that fails the same
 // way on every rank (the executor's checks) is logged and the loop goes on;
-// a step that rank 0 accepted but this rank cannot decode, or a collective's
-// error, ends the loop with that error (the group is out of step).
+// a step that rank 0 accepted but this rank cannot decode, a collective's
+// error, or a step failure that BreaksTheGroup ends the loop with that error
+// (the caller aborts the group).
 absl::Status RunFollower(model::ModelRunner* runner, const worker::StepExecutorConfig& config,
                          parallel::Communicator* comm);
 

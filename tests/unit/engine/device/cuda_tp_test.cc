@@ -96,24 +96,35 @@ TEST(CudaTpTest, TwoRanksWithAnUnevenKvHeadSplitMatchTheCpu) {
 
 TEST(CudaTpTest, ThreeRanksMatchTheCpu) { ASSERT_NO_FATAL_FAILURE(CompareWithCpu(3)); }
 
-TEST(CudaTpTest, ARankPastTheListedGpusIsRejected) {
+// One device listed for two ranks: rank 1 (local rank 1: no MPI here) has
+// none and fails; rank 0 learns it before joining the device communicator,
+// so both return instead of rank 0 waiting for ever.
+TEST(CudaTpTest, ARankWithoutADeviceFailsTheWholeGroup) {
   parallel::ThreadWorld world(2);
-  parallel::ThreadCommunicator comm(&world, 1);
-  std::unique_ptr<Model> shard = LoadShard(1, 2, &comm, /*cpu_weights=*/false);
-  // Local rank 1 (no MPI here: the tensor-parallel rank) with one device
-  // listed: refused before the runner joins any collective.
-  CudaOptions options;
-  options.gpus = {0};  // one device listed, but this is local rank 1
-  auto runner = CudaModelRunner::Create(shard.get(), options);
-  EXPECT_EQ(runner.status().code(), absl::StatusCode::kInvalidArgument) << runner.status();
-  EXPECT_NE(runner.status().message().find("--gpus 0 lists 1 devices"), std::string::npos)
-      << runner.status();
+  std::vector<std::unique_ptr<parallel::Communicator>> comms = world.MakeCommunicators();
+  std::vector<absl::Status> status(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<Model> shard = LoadShard(r, 2, comms[r].get(), /*cpu_weights=*/false);
+      CudaOptions options;
+      options.max_batched_tokens = 16;
+      options.gpus = {0};
+      status[r] = CudaModelRunner::Create(shard.get(), options).status();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(status[1].code(), absl::StatusCode::kInvalidArgument) << status[1];
+  EXPECT_NE(status[1].message().find("--gpus 0 lists 1 devices"), std::string::npos) << status[1];
+  EXPECT_EQ(status[0].code(), absl::StatusCode::kUnavailable) << status[0];
+  EXPECT_NE(status[0].message().find("another rank"), std::string::npos) << status[0];
 }
 
 TEST(DeviceSelectionTest, LocalRankOrGpusPickTheOrdinal) {
   EXPECT_EQ(DeviceOrdinalFor({}, 0, 8).value(), 0);
   EXPECT_EQ(DeviceOrdinalFor({}, 3, 8).value(), 3);
   EXPECT_EQ(DeviceOrdinalFor({4, 6}, 1, 8).value(), 6);
+  EXPECT_EQ(DeviceOrdinalFor({}, 3, 1).value(), 0);  // one visible device per rank
   absl::StatusOr<int> past = DeviceOrdinalFor({}, 2, 2);
   EXPECT_EQ(past.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(past.status().message().find("device 2, but this node has 2"), std::string::npos)

@@ -34,7 +34,7 @@ TEST(ThreadCommunicatorTest, AllReduceSumAddsInRankOrderOnEveryRank) {
     for (int i = 0; i < kLen; ++i) data[i] = Part(rank, i);
     for (int repeat = 0; repeat < 3; ++repeat) {  // buffers reused across calls
       std::vector<float> d = data;
-      ASSERT_TRUE(comm.AllReduceSum(d.data(), kLen).ok());
+      EXPECT_TRUE(comm.AllReduceSum(d.data(), kLen).ok());  // EXPECT: a rank must not leave
       out[rank] = d;
     }
   });
@@ -48,7 +48,7 @@ TEST(ThreadCommunicatorTest, BroadcastReachesEveryRank) {
   std::vector<std::string> got(4);
   RunRanks(4, [&](int rank, Communicator& comm) {
     std::string bytes = rank == 2 ? std::string("plan\0bytes", 10) : "";
-    ASSERT_TRUE(comm.Broadcast(&bytes, 2).ok());
+    EXPECT_TRUE(comm.Broadcast(&bytes, 2).ok());
     got[rank] = bytes;
   });
   for (const std::string& g : got) EXPECT_EQ(g, std::string("plan\0bytes", 10));
