@@ -35,11 +35,11 @@ def start(*flags):
                    *flags], "tandem-coordinator")
 
 
-def http_get(address, path, key=None):
-    """(status, body) of GET http://address/path."""
-    request = urllib.request.Request(f"http://{address}{path}")
+def http_get(address, path, key=None, method="GET", scheme="Bearer", body=None):
+    """(status, body) of METHOD http://address/path."""
+    request = urllib.request.Request(f"http://{address}{path}", method=method, data=body)
     if key:
-        request.add_header("Authorization", f"Bearer {key}")
+        request.add_header("Authorization", f"{scheme} {key}")
     try:
         with urllib.request.urlopen(request, timeout=30) as r:
             return r.status, r.read().decode()
@@ -72,7 +72,8 @@ class ApiKeyTest(unittest.TestCase):
             with sdk(self.server.address, key) as c:
                 for call in (lambda: c.generate(PROMPT, max_tokens=2),
                              lambda: list(c.stream(PROMPT, max_tokens=2)),
-                             lambda: c.tokenize("hi"), c.model_info):
+                             lambda: c.tokenize("hi"), lambda: c.detokenize([1, 2]),
+                             c.model_info):
                     with self.assertRaises(tandem_client.TandemError) as e:
                         call()
                     self.assertEqual(e.exception.code, grpc.StatusCode.UNAUTHENTICATED, key)
@@ -108,6 +109,20 @@ class ApiKeyTest(unittest.TestCase):
         status, body = http_get(self.server.http_address, "/tokenizer_info")
         self.assertEqual(status, 401)
         self.assertNotIn(KEY, body)
+
+    def test_no_path_or_method_gets_past_the_key(self):
+        addr = self.server.http_address
+        body = b'{"prompt": "hi", "max_tokens": 1}'
+        for path in ("/v1/completions?x=1", "/v1/chat/completions", "/tokenize", "/detokenize"):
+            self.assertEqual(http_get(addr, path, method="POST", body=body)[0], 401, path)
+        # Not routes at all: never served, with or without a key.
+        for path in ("/v1/completions/", "/health/../v1/completions", "/v1//completions",
+                     "/V1/completions"):
+            self.assertEqual(http_get(addr, path, method="POST", body=body)[0], 404, path)
+        for method in ("HEAD", "OPTIONS", "PUT", "DELETE"):
+            self.assertIn(http_get(addr, "/v1/completions", method=method)[0], (404, 405), method)
+        self.assertEqual(http_get(addr, "/v1/models", KEY, scheme="bearer")[0], 200)
+        self.assertEqual(http_get(addr, "/v1/models", KEY, scheme="Basic")[0], 401)
 
     def test_cli_takes_the_key_from_the_environment(self):
         args = [BIN, "generate", "--addr", self.server.address, "--prompt", PROMPT,
