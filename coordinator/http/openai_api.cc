@@ -91,14 +91,8 @@ void OpenAiApi::Handle(const HttpRequest& request, HttpResponder responder) {
     r.headers.emplace_back("Allow", route->is_post ? "POST" : "GET");
     return responder.Respond(std::move(r));
   }
-  const bool open = path == "/health" || path == "/ready" ||
-                    (path == "/metrics" && !options_.metrics_need_key);
-  if (!open) {
-    if (absl::Status auth = options_.api_key.Check(AuthorizationOf(request)); !auth.ok()) {
-      HttpResponse r = http::ErrorResponse(401, std::string(auth.message()));
-      r.headers.emplace_back("WWW-Authenticate", "Bearer");
-      return responder.Respond(std::move(r));
-    }
+  if (std::optional<HttpResponse> denied = Unauthorized(path, request)) {
+    return responder.Respond(*std::move(denied));
   }
   if (path == "/v1/completions") return Generate(ApiKind::kCompletion, request, responder);
   if (path == "/v1/chat/completions") return Generate(ApiKind::kChat, request, responder);
@@ -109,6 +103,18 @@ void OpenAiApi::Handle(const HttpRequest& request, HttpResponder responder) {
   if (path == "/ready") return responder.Respond(Ready());
   if (path == "/tokenizer_info") return responder.Respond(TokenizerInfo());
   responder.Respond(Metrics());
+}
+
+std::optional<HttpResponse> OpenAiApi::Unauthorized(std::string_view path,
+                                                    const HttpRequest& request) const {
+  const bool open = path == "/health" || path == "/ready" ||
+                    (path == "/metrics" && !options_.metrics_need_key);
+  if (open) return std::nullopt;
+  absl::Status auth = options_.api_key.Check(AuthorizationOf(request));
+  if (auth.ok()) return std::nullopt;
+  HttpResponse r = http::ErrorResponse(401, std::string(auth.message()));
+  r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return r;
 }
 
 absl::StatusOr<std::vector<std::vector<int32_t>>> OpenAiApi::PromptTokens(

@@ -16,7 +16,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -57,6 +59,9 @@ class OpenAiApi final : public HttpHandler {
   // prompt; INVALID_ARGUMENT naming a bad prompt or value.
   absl::StatusOr<std::vector<GenerateRequest>> NativeRequests(const OpenAiRequest& r);
   absl::StatusOr<std::vector<std::vector<int32_t>>> PromptTokens(const OpenAiRequest& r) const;
+  // 401 for a request to `path` without the API key it needs; nullopt when
+  // it may go on.
+  std::optional<HttpResponse> Unauthorized(std::string_view path, const HttpRequest& request) const;
   HttpResponse Models() const;
   HttpResponse Health() const;
   HttpResponse Ready() const;
