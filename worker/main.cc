@@ -77,7 +77,8 @@ ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
 ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
 ABSL_FLAG(std::string, device, "cpu",
           "cpu, or cuda: the CUDA backend (emulated on the CPU unless built with "
-          "-DTANDEM_CUDA_RUNTIME=gpu); tensor-parallel size 1 only");
+          "-DTANDEM_CUDA_RUNTIME=gpu); under mpirun every rank on its own GPU, NCCL "
+          "between them");
 ABSL_FLAG(std::string, cuda_weights, "bf16",
           "--device cuda: bf16 (weights dequantized to bf16) or native (kept quantized)");
 ABSL_FLAG(double, gpu_memory_fraction, 0.9,
