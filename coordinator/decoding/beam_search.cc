@@ -1,6 +1,7 @@
 #include "coordinator/decoding/beam_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -29,9 +30,9 @@ absl::Status ValidateBeamSearchParams(const BeamSearchParams& p) {
         "num_beam_groups %d is invalid: must be in [1, num_beams %d] and divide it",
         p.num_beam_groups, p.num_beams));
   }
-  if (!(p.diversity_penalty >= 0.0)) {
+  if (!(p.diversity_penalty >= 0.0) || std::isinf(p.diversity_penalty)) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "diversity_penalty %g is out of range: must be >= 0", p.diversity_penalty));
+        "diversity_penalty %g is out of range: must be finite and >= 0", p.diversity_penalty));
   }
   if (p.diversity_penalty > 0.0 && p.num_beam_groups == 1) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -48,8 +49,9 @@ absl::Status ValidateBeamSearchParams(const BeamSearchParams& p) {
         "deterministic, as in transformers)",
         p.num_beam_groups));
   }
-  if (p.length_penalty != p.length_penalty) {
-    return absl::InvalidArgumentError("length_penalty is NaN: must be a number");
+  if (!std::isfinite(p.length_penalty)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "length_penalty %g is out of range: must be a finite number", p.length_penalty));
   }
   return absl::OkStatus();
 }

@@ -39,11 +39,16 @@ void Touch(const JsonRequest& r) {
   }
   for (const auto& s : r.params.stop) sum += s.size();
   for (int32_t id : r.params.stop_token_ids) sum += static_cast<size_t>(id);
-  sum += static_cast<size_t>(r.params.temperature + r.params.top_p + r.params.min_p);
+  // Floats stay floats: the line may hold any value (validation is later),
+  // and converting one out of range to an integer is undefined.
+  double real = r.params.temperature + r.params.top_p + r.params.min_p;
   if (r.params.seed) sum += *r.params.seed;
-  if (r.beam) sum += static_cast<size_t>(r.beam->num_beams + r.beam->length_penalty);
+  if (r.beam) {
+    sum += static_cast<size_t>(r.beam->num_beams);
+    real += r.beam->length_penalty;
+  }
   if (r.num_speculative_tokens) sum += static_cast<size_t>(*r.num_speculative_tokens);
-  if (sum == 1u << 31) std::fputc(' ', stderr);  // keeps the reads
+  if (sum == 1u << 31 || real == 1.5e300) std::fputc(' ', stderr);  // keeps the reads
 }
 
 // The line's integer field `key` (when present and the only field that
