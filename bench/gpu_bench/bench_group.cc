@@ -41,16 +41,6 @@ std::vector<Seq> MakeSeqs(const RunShape& shape, int32_t vocab) {
   return seqs;
 }
 
-// OK only when `local` is OK on every rank (a collective), so that all ranks
-// skip a shape together rather than some waiting in a collective forever.
-absl::Status AgreeOk(parallel::Communicator& comm, const absl::Status& local) {
-  float failed = local.ok() ? 0.0f : 1.0f;
-  if (comm.world_size() > 1) RETURN_IF_ERROR(comm.AllReduceSum(&failed, 1));
-  if (!local.ok()) return local;
-  if (failed > 0) return absl::ResourceExhaustedError("another rank of the group failed the same step");
-  return absl::OkStatus();
-}
-
 // Rank 0 takes each logits row's argmax, rows spread over `pool` as
 // tandem-worker's sampler spreads them; every rank gets the tokens.
 absl::Status ChooseNext(parallel::Communicator& comm, ThreadPool* pool, const float* logits,
@@ -169,7 +159,10 @@ absl::Status BenchGroup::RunRank(int rank, const RunShape& shape, RunTimes* time
   const int32_t vocab = config().vocab_size;
   std::vector<Seq> seqs = MakeSeqs(shape, vocab);
   const int32_t blocks = shape.num_seqs * static_cast<int32_t>(seqs[0].table.size());
-  RETURN_IF_ERROR(AgreeOk(comm, runner.ResetKvCache(blocks, kBlockSize)));
+  // Every rank skips a shape that does not fit on one of them.
+  RETURN_IF_ERROR(parallel::AllRanksOk(
+      comm, runner.ResetKvCache(blocks, kBlockSize),
+      absl::ResourceExhaustedError("another rank of the group failed the same step")));
   const int32_t per_forward = std::max(1, max_batched_tokens_ / shape.input_len);
   std::vector<float> logits(rank == 0 ? static_cast<size_t>(std::max(per_forward, shape.num_seqs)) * vocab : 0);
   const Clock::time_point start = Clock::now();

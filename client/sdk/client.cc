@@ -34,11 +34,12 @@ struct Client::Channel {
         health(health_pb::Health::NewStub(channel)) {}
 
   // One unary call of `method` with retries; `response` holds the last
-  // attempt's answer.
+  // attempt's answer. Nothing is sent when the options are not `usable`.
   template <typename Stub, typename Request, typename Response>
   absl::Status Unary(grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
                      Stub& stub, const Request& request, Response& response,
-                     const ClientOptions& options) {
+                     const ClientOptions& options, const absl::Status& usable) {
+    if (!usable.ok()) return usable;
     const sdk::Deadline deadline = sdk::DeadlineAfter(options.timeout);
     return sdk::RetryUnavailable(options.retry, deadline, [&] {
       grpc::ClientContext context;
@@ -73,11 +74,10 @@ Client::Client(const std::string& address, ClientOptions options)
 Client::~Client() = default;
 
 absl::StatusOr<GenerateResult> Client::Generate(const GenerateRequest& request) {
-  if (!options_status_.ok()) return options_status_;
   const v1::GenerateRequest proto = sdk::GenerateRequestToProto(request);
   v1::GenerateResponse response;
   absl::Status s = channel_->Unary(&v1::Inference::Stub::Generate, *channel_->inference, proto,
-                                   response, options_);
+                                   response, options_, options_status_);
   if (!s.ok()) return s;
   return sdk::GenerateResultFromProto(response);
 }
@@ -116,56 +116,51 @@ absl::StatusOr<GenerateResult> Client::Stream(
 }
 
 absl::StatusOr<std::vector<int32_t>> Client::Tokenize(std::string_view text) {
-  if (!options_status_.ok()) return options_status_;
   v1::TokenizeRequest request;
   request.set_text(std::string(text));
   v1::TokenizeResponse response;
   absl::Status s = channel_->Unary(&v1::Inference::Stub::Tokenize, *channel_->inference, request,
-                                   response, options_);
+                                   response, options_, options_status_);
   if (!s.ok()) return s;
   return std::vector<int32_t>(response.token_ids().begin(), response.token_ids().end());
 }
 
 absl::StatusOr<std::vector<int32_t>> Client::TokenizeChat(const ChatPrompt& chat) {
-  if (!options_status_.ok()) return options_status_;
   v1::TokenizeRequest request;
   *request.mutable_chat() = sdk::ChatPromptToProto(chat);
   v1::TokenizeResponse response;
   absl::Status s = channel_->Unary(&v1::Inference::Stub::Tokenize, *channel_->inference, request,
-                                   response, options_);
+                                   response, options_, options_status_);
   if (!s.ok()) return s;
   return std::vector<int32_t>(response.token_ids().begin(), response.token_ids().end());
 }
 
 absl::StatusOr<std::string> Client::Detokenize(const std::vector<int32_t>& token_ids,
                                                bool skip_special_tokens) {
-  if (!options_status_.ok()) return options_status_;
   v1::DetokenizeRequest request;
   request.mutable_token_ids()->Add(token_ids.begin(), token_ids.end());
   request.set_skip_special_tokens(skip_special_tokens);
   v1::DetokenizeResponse response;
   absl::Status s = channel_->Unary(&v1::Inference::Stub::Detokenize, *channel_->inference,
-                                   request, response, options_);
+                                   request, response, options_, options_status_);
   if (!s.ok()) return s;
   return response.text();
 }
 
 absl::StatusOr<ModelInfo> Client::GetModelInfo() {
-  if (!options_status_.ok()) return options_status_;
   v1::ModelInfoResponse response;
   absl::Status s = channel_->Unary(&v1::Inference::Stub::ModelInfo, *channel_->inference,
-                                   v1::ModelInfoRequest(), response, options_);
+                                   v1::ModelInfoRequest(), response, options_, options_status_);
   if (!s.ok()) return s;
   return sdk::ModelInfoFromProto(response);
 }
 
 absl::StatusOr<ServingStatus> Client::Health(const std::string& service) {
-  if (!options_status_.ok()) return options_status_;
   health_pb::HealthCheckRequest request;
   request.set_service(service);
   health_pb::HealthCheckResponse response;
   absl::Status s = channel_->Unary(&health_pb::Health::Stub::Check, *channel_->health, request,
-                                   response, options_);
+                                   response, options_, options_status_);
   if (!s.ok()) return s;
   return ServingStatusFromProto(response.status());
 }

@@ -36,28 +36,21 @@ int64_t KvDtypeBytes(kernels::KvDtype dtype) {
 
 absl::StatusOr<std::unique_ptr<CudaModelRunner>> CudaModelRunner::Create(
     model::Model* model, const CudaOptions& options) {
+  // Model::Load gives a sharded model its communicator.
   const parallel::TpShard& shard = model->shard();
-  if (shard.world_size > 1 && model->communicator() == nullptr) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "tensor-parallel rank %d of %d has no communicator", shard.rank, shard.world_size));
-  }
   std::unique_ptr<CudaModelRunner> runner;
   absl::Status status = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(runner, CreateOnDevice(model, options));
     return absl::OkStatus();
   }();
   if (shard.world_size > 1) {
-    // Every rank learns whether all got this far before any joins the
-    // device communicator, so that one rank's failure (no such device, out
-    // of memory) fails them all instead of leaving the rest waiting.
-    float failed = status.ok() ? 0.0f : 1.0f;
-    RETURN_IF_ERROR(model->communicator()->AllReduceSum(&failed, 1));
-    if (!status.ok()) return status;
-    if (failed > 0) {
-      return absl::UnavailableError(absl::StrFormat(
-          "another rank of the tensor-parallel group failed to set up its device (rank %d of "
-          "%d is fine); see that rank's error", shard.rank, shard.world_size));
-    }
+    // All ranks set up before any joins the device communicator.
+    RETURN_IF_ERROR(parallel::AllRanksOk(
+        *model->communicator(), status,
+        absl::UnavailableError(absl::StrFormat(
+            "another rank of the tensor-parallel group failed to set up its device (rank %d of "
+            "%d is fine); see that rank's error",
+            shard.rank, shard.world_size))));
     ASSIGN_OR_RETURN(runner->comm_, DeviceCommunicator::Create(model->communicator()));
   }
   RETURN_IF_ERROR(status);

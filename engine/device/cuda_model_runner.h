@@ -61,8 +61,7 @@ class CudaModelRunner : public model::ModelRunner {
   // false; `model` must outlive the runner) and allocates the scratch.
   // With a sharded model this is a collective: every rank of the group calls
   // it together (it joins the device communicator). InvalidArgument for bad
-  // options, a sharded model without a communicator or a device ordinal this
-  // node lacks;
+  // options or a device ordinal this node lacks;
   // ResourceExhausted when device memory runs out; INTERNAL for a CUDA error.
   static absl::StatusOr<std::unique_ptr<CudaModelRunner>> Create(model::Model* model,
                                                                  const CudaOptions& options);

@@ -50,6 +50,21 @@ class Communicator {
   }
 };
 
+// A collective over `comm`: `local` when it failed here; else
+// `another_failed` when it failed on some other rank; else OK. Every rank
+// learns the outcome before going on, so that a failure on one rank (no
+// device, out of memory) fails them all instead of leaving the others
+// waiting in the next collective. Fails as AllReduceSum.
+inline absl::Status AllRanksOk(Communicator& comm, const absl::Status& local,
+                               absl::Status another_failed) {
+  float failed = local.ok() ? 0.0f : 1.0f;
+  if (comm.world_size() > 1) {
+    if (absl::Status s = comm.AllReduceSum(&failed, 1); !s.ok()) return s;
+  }
+  if (!local.ok()) return local;
+  return failed > 0 ? another_failed : absl::OkStatus();
+}
+
 // A world of one: every collective is a no-op.
 class SingleProcessCommunicator final : public Communicator {
  public:
