@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/vocab.h"
+#include "tests/fuzz/fuzz_vocab.h"
 
 namespace {
 
@@ -52,8 +52,7 @@ constexpr std::string_view kGenerationPrompt = "<|im_start|>assistant\n";
 }
 
 [[noreturn]] void Die(const char* what, const absl::Status& status) {
-  std::fprintf(stderr, "chat_template_fuzz: %s: %s\n", what, status.ToString().c_str());
-  std::exit(1);
+  tandem::fuzz::Die("chat_template_fuzz", what, status);
 }
 
 std::vector<std::string_view> Split(std::string_view text, char separator) {
@@ -101,19 +100,11 @@ void CheckEncodes(const std::string& prompt) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  const char* env = std::getenv("TANDEM_MODEL");
-  const std::string path = env != nullptr && env[0] != '\0'
-                               ? std::string(env)
-                               : std::string(TANDEM_SOURCE_DIR) +
-                                     "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  auto file = tandem::gguf::GgufFile::Open(path);
-  if (!file.ok()) Die("opening the model", file.status());
-  auto vocab = tandem::tokenizer::LoadVocabFromGguf(**file);
-  if (!vocab.ok()) Die("loading the vocabulary", vocab.status());
-  auto chat_template = ChatTemplate::Create(vocab->chat_template);
+  tandem::tokenizer::Vocab vocab = tandem::fuzz::LoadFuzzVocab("chat_template_fuzz");
+  auto chat_template = ChatTemplate::Create(vocab.chat_template);
   if (!chat_template.ok()) Die("the model's chat template", chat_template.status());
   g_template = new ChatTemplate(*std::move(chat_template));  // lives as long as the process
-  auto tokenizer = Tokenizer::Create(*std::move(vocab));
+  auto tokenizer = Tokenizer::Create(std::move(vocab));
   if (!tokenizer.ok()) Die("creating the tokenizer", tokenizer.status());
   g_tokenizer = tokenizer->release();
   return 0;

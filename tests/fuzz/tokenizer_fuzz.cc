@@ -26,11 +26,11 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/byte_unicode.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
 #include "engine/tokenizer/vocab.h"
+#include "tests/fuzz/fuzz_vocab.h"
 
 namespace {
 
@@ -146,25 +146,9 @@ void CheckText(std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  const char* env = std::getenv("TANDEM_MODEL");
-  const std::string path = env != nullptr && env[0] != '\0'
-                               ? std::string(env)
-                               : std::string(TANDEM_SOURCE_DIR) +
-                                     "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  auto file = tandem::gguf::GgufFile::Open(path);
-  if (!file.ok()) {
-    std::fprintf(stderr, "tokenizer_fuzz: %s\n", file.status().ToString().c_str());
-    std::exit(1);
-  }
-  auto vocab = tandem::tokenizer::LoadVocabFromGguf(**file);
-  if (!vocab.ok()) {
-    std::fprintf(stderr, "tokenizer_fuzz: %s\n", vocab.status().ToString().c_str());
-    std::exit(1);
-  }
-  auto tokenizer = Tokenizer::Create(*std::move(vocab));
+  auto tokenizer = Tokenizer::Create(tandem::fuzz::LoadFuzzVocab("tokenizer_fuzz"));
   if (!tokenizer.ok()) {
-    std::fprintf(stderr, "tokenizer_fuzz: %s\n", tokenizer.status().ToString().c_str());
-    std::exit(1);
+    tandem::fuzz::Die("tokenizer_fuzz", "creating the tokenizer", tokenizer.status());
   }
   g_tokenizer = tokenizer->release();  // lives as long as the process
   for (int b = 0; b < 256; ++b) {
