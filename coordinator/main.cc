@@ -129,6 +129,12 @@ ABSL_FLAG(int32_t, block_size, 16, "--local: tokens per KV block");
 ABSL_FLAG(int32_t, max_batched_tokens, 1024, "Token budget of one scheduler step");
 ABSL_FLAG(int32_t, max_seqs, 256, "Sequences in one scheduler step");
 ABSL_FLAG(bool, prefix_cache, true, "Reuse cached KV blocks of shared prompt prefixes");
+ABSL_FLAG(int32_t, max_migrations, 3,
+          "Times a request may move to another worker group after its group fails (its prompt "
+          "and generated tokens re-prefilled there); 0: a failed group fails its requests");
+ABSL_FLAG(int32_t, migration_timeout_ms, 1000,
+          "How long a request whose group failed waits for a healthy group (another, or its "
+          "own once reconnected) before it fails with UNAVAILABLE");
 ABSL_FLAG(int64_t, affinity_max_extra_load, 8,
           "Route to the group caching a request's prefix only while its load (requests) is at "
           "most this much above the least loaded group's");
@@ -171,6 +177,8 @@ struct CoordinatorConfig {
   absl::Duration draft_timeout;
   coordinator::SchedulerConfig scheduler;
   int64_t affinity_max_extra_load = 0;  // the RouterConfig's; its block size is the model's
+  int32_t max_migrations = 0;
+  absl::Duration migration_timeout;
   coordinator::SpeculationConfig speculation;
   // --speculative: a draft in this process (only without --draft).
   std::optional<draft::SpeculativeSpec> speculative;
@@ -216,6 +224,22 @@ absl::Status ReadServingFlags(CoordinatorConfig& config) {
   return absl::OkStatus();
 }
 
+// --max-migrations and --migration-timeout-ms.
+absl::Status ReadMigrationFlags(CoordinatorConfig& config) {
+  config.max_migrations = absl::GetFlag(FLAGS_max_migrations);
+  if (config.max_migrations < 0 || config.max_migrations > 100) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--max-migrations %d is out of range: must be in [0, 100]", config.max_migrations));
+  }
+  const int32_t timeout_ms = absl::GetFlag(FLAGS_migration_timeout_ms);
+  if (timeout_ms < 0 || timeout_ms > 600000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--migration-timeout-ms %d is out of range: must be in [0, 600000]", timeout_ms));
+  }
+  config.migration_timeout = absl::Milliseconds(timeout_ms);
+  return absl::OkStatus();
+}
+
 // The scheduler's flags, the --local worker group's and the --block-size range.
 absl::Status ReadSchedulingFlags(CoordinatorConfig& config) {
   config.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens);
@@ -223,6 +247,7 @@ absl::Status ReadSchedulingFlags(CoordinatorConfig& config) {
   config.scheduler.enable_prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
   RETURN_IF_ERROR(coordinator::ValidateSchedulerConfig(config.scheduler));
   config.affinity_max_extra_load = absl::GetFlag(FLAGS_affinity_max_extra_load);
+  RETURN_IF_ERROR(ReadMigrationFlags(config));
   config.threads = absl::GetFlag(FLAGS_threads);
   config.block_size = absl::GetFlag(FLAGS_block_size);
   config.kv_blocks = absl::GetFlag(FLAGS_kv_blocks);
@@ -479,6 +504,7 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
   c.pool = std::make_unique<WorkerGroupPool>(config.scheduler, router_config, c.tok.get(),
                                              c.admission.get(), ConnectRemote, draft_pools,
                                              config.speculation);
+  RETURN_IF_ERROR(c.pool->set_migration(config.max_migrations, config.migration_timeout));
   RETURN_IF_ERROR(c.pool->Add(first.first, std::move(first.second)));
   c.admission->set_pool(c.pool.get(), c.drafts.get());
   c.admission->set_local_draft_kind(local_draft_kind);

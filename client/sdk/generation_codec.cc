@@ -113,7 +113,8 @@ WorkerGroupStatus WorkerGroupFromProto(const v1::WorkerGroupStatus& p) {
           p.num_prompt_tokens_computed(), p.num_preemptions(),
           p.num_blocks_used(), p.num_blocks_total(),
           p.num_speculative_rounds(), p.num_draft_tokens(),
-          p.num_accepted_tokens()};
+          p.num_accepted_tokens(), p.num_migrations(),
+          p.num_migration_failures()};
 }
 
 }  // namespace

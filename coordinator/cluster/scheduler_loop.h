@@ -5,11 +5,19 @@
 //
 // Reconnection: given the GrpcWorkerGroup the scheduler drives, the loop
 // turns unhealthy when a step breaks the group. It keeps stepping until the
-// scheduler has failed every request it held (each failed step fails its
-// requests with UNAVAILABLE at once), then calls Reconnect about once per
-// `reconnect_interval` (each try bounded by `reconnect_timeout`; the thread
-// sleeps in between). Once it succeeds the scheduler's KV bookkeeping is reset
-// and the loop is healthy again.
+// scheduler holds no request (each failed step fails its requests with
+// UNAVAILABLE at once, or evicts them for migration), then calls Reconnect
+// about once per `reconnect_interval` (each try bounded by
+// `reconnect_timeout`; the thread sleeps in between). Once it succeeds the
+// scheduler's KV bookkeeping is reset and the loop is healthy again.
+//
+// Migration: with a RequestMigrator and max_migrations > 0, the scheduler
+// evicts a failed step's requests instead of failing them and the loop hands
+// each to the migrator (another healthy group, or this one once it has
+// reconnected). A request no group takes within `migration_timeout`, or one
+// evicted after max_migrations moves, fails with UNAVAILABLE naming the
+// cause; one whose client cancelled meanwhile ends as cancelled. Until then
+// the loop holds it (and counts it in load()), retrying every 20 ms.
 //
 // Thread-safety: Submit, Cancel, Shutdown, load and healthy may be called from
 // any thread.
@@ -18,12 +26,14 @@
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coordinator/cluster/grpc_worker_group.h"
+#include "coordinator/cluster/request_migrator.h"
 #include "coordinator/scheduler/scheduler.h"
 
 namespace tandem::coordinator {
@@ -33,6 +43,11 @@ struct SchedulerLoopOptions {
   absl::Duration reconnect_interval = absl::Seconds(1);
   // How long one attempt waits for the worker's channel.
   absl::Duration reconnect_timeout = absl::Milliseconds(500);
+  // Request migration (off without a migrator or with max_migrations 0).
+  // `migrator` is not owned and must outlive the loop.
+  RequestMigrator* migrator = nullptr;
+  int32_t max_migrations = 0;
+  absl::Duration migration_timeout = absl::Seconds(1);
 };
 
 class SchedulerLoop {
@@ -52,12 +67,15 @@ class SchedulerLoop {
   // Scheduler::Cancel, then wakes the thread (the request's blocks are freed
   // in the next step).
   void Cancel(RequestId id);
+  // Scheduler::Resume, then wakes the thread.
+  void Resume(MigratingRequest request);
   // Stops after the step in progress and joins the thread; requests still
   // queued or running are abandoned (callers drain first). Idempotent.
   void Shutdown();
 
-  // The scheduler's load (Scheduler::load).
-  int64_t load() const { return scheduler_->load(); }
+  // The scheduler's load (Scheduler::load) and the evicted requests the
+  // loop holds until a group takes them.
+  int64_t load() const { return scheduler_->load() + num_held_.load(); }
   // False from a step that broke the group until Reconnect succeeds.
   bool healthy() const { return healthy_.load(); }
   // Successful reconnects so far.
@@ -69,12 +87,30 @@ class SchedulerLoop {
     kv::KvStats kv;
     int64_t num_requests_running = 0;
     int64_t num_requests_waiting = 0;
+    // Evicted requests this loop moved to a group, and those that failed
+    // instead (no group in time, or too many moves).
+    int64_t num_migrations = 0;
+    int64_t num_migration_failures = 0;
   };
   Snapshot snapshot() const;
 
  private:
+  // An evicted request waiting for a group, and when it fails.
+  struct Held {
+    MigratingRequest request;
+    absl::Time deadline;
+  };
+
   void Run();
+  // Sleeps until woken, or until the next reconnect attempt or held-request
+  // retry is due. False once stopped.
+  bool WaitForWork();
   void Wake();
+  // Takes the scheduler's evicted requests and tries to place every held
+  // one (scheduler thread).
+  void MigrateEvicted();
+  // Places, or ends, one held request: false while it should wait on.
+  bool PlaceOrFinish(Held& held);
   // One bounded Reconnect attempt of the broken group (scheduler thread).
   void TryReconnect();
   // Copies the scheduler's counters into snapshot_ (scheduler thread).
@@ -85,6 +121,12 @@ class SchedulerLoop {
   const SchedulerLoopOptions options_;
   std::atomic<bool> healthy_{true};
   std::atomic<int64_t> num_reconnects_{0};
+  std::atomic<int64_t> num_held_{0};
+  std::atomic<int64_t> num_migrations_{0};
+  std::atomic<int64_t> num_migration_failures_{0};
+  // Scheduler-thread state.
+  std::vector<Held> held_;
+  absl::Time next_reconnect_ = absl::InfinitePast();
   absl::Mutex mutex_;
   bool wake_ ABSL_GUARDED_BY(mutex_) = false;
   bool stop_ ABSL_GUARDED_BY(mutex_) = false;

@@ -33,6 +33,22 @@ WorkerGroupPool::~WorkerGroupPool() {
   for (auto& entry : entries) entry->loop->Shutdown();
 }
 
+absl::Status WorkerGroupPool::set_migration(int32_t max_migrations, absl::Duration timeout) {
+  if (max_migrations < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_migrations %d is out of range: must be >= 0", max_migrations));
+  }
+  if (timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "migration timeout %s is out of range: must be >= 0", absl::FormatDuration(timeout)));
+  }
+  absl::MutexLock lock(&mutex_);
+  loop_options_.migrator = this;
+  loop_options_.max_migrations = max_migrations;
+  loop_options_.migration_timeout = timeout;
+  return absl::OkStatus();
+}
+
 absl::Status WorkerGroupPool::Add(const std::string& name, Connected connected) {
   const WorkerGroupInfo& info = connected.group->info();
   if (info.vocab_size != tokenizer_->vocab_size()) {
@@ -73,7 +89,13 @@ absl::Status WorkerGroupPool::Add(const std::string& name, Connected connected) 
     entry->drafts = draft_pools_();
     entry->scheduler->set_draft_pool(entry->drafts.get(), speculation_);
   }
-  entry->loop = std::make_unique<SchedulerLoop>(entry->scheduler.get(), entry->remote);
+  SchedulerLoopOptions loop_options;
+  {
+    absl::MutexLock lock(&mutex_);
+    loop_options = loop_options_;
+  }
+  entry->loop =
+      std::make_unique<SchedulerLoop>(entry->scheduler.get(), entry->remote, loop_options);
   TANDEM_LOG(kInfo, "worker group %s joined (%s, %d KV blocks of %d tokens)", name,
              info.model_name, info.num_blocks, info.block_size);
   absl::MutexLock lock(&mutex_);
@@ -152,6 +174,51 @@ absl::StatusOr<std::shared_ptr<WorkerGroupEntry>> WorkerGroupPool::Route(
     if (entry->id == *chosen) return entry;
   }
   return absl::InternalError(absl::StrFormat("router chose unknown group id %d", *chosen));
+}
+
+absl::Status WorkerGroupPool::Submit(const std::shared_ptr<WorkerGroupEntry>& group,
+                                     GenerateRequest request) {
+  const RequestId id = request.id;
+  // Tracked before it is submitted (under the lock, so a migration of it
+  // waits), untracked when refused.
+  absl::MutexLock lock(&tracked_mutex_);
+  tracked_[id] = TrackedRequest{group, false};
+  absl::Status status = group->loop->Submit(std::move(request));
+  if (!status.ok()) tracked_.erase(id);
+  return status;
+}
+
+void WorkerGroupPool::Cancel(RequestId id) {
+  absl::MutexLock lock(&tracked_mutex_);
+  auto it = tracked_.find(id);
+  if (it == tracked_.end()) return;
+  it->second.cancelled = true;
+  it->second.group->loop->Cancel(id);
+}
+
+void WorkerGroupPool::Forget(RequestId id) {
+  std::shared_ptr<WorkerGroupEntry> last;  // released outside the lock
+  absl::MutexLock lock(&tracked_mutex_);
+  auto it = tracked_.find(id);
+  if (it == tracked_.end()) return;
+  last = std::move(it->second.group);
+  tracked_.erase(it);
+}
+
+RequestMigrator::Placement WorkerGroupPool::Place(MigratingRequest& request) {
+  absl::MutexLock lock(&tracked_mutex_);
+  auto it = tracked_.find(request.id());
+  // Untracked: its call is over, nobody waits for the result.
+  if (it == tracked_.end() || it->second.cancelled) return Placement::kCancelled;
+  absl::StatusOr<std::shared_ptr<WorkerGroupEntry>> group = Route(request.prompt_tokens());
+  if (!group.ok()) return Placement::kNoGroup;
+  TANDEM_LOG(kInfo, "request %d moves to worker group %s", request.id().value(), (*group)->name);
+  // The group it leaves is still in entries_ (its loop counts the request
+  // in load() until this returns, so Reap keeps it): this never drops the
+  // calling loop's last reference.
+  it->second.group = *group;
+  (*group)->loop->Resume(std::move(request));
+  return Placement::kPlaced;
 }
 
 std::optional<WorkerGroupInfo> WorkerGroupPool::info() const {

@@ -12,6 +12,11 @@
 // requests, in-flight ones finish — and dropped once idle. An address that
 // returns is taken back (undrained, or connected afresh).
 //
+// Requests are submitted through the pool (Submit), which tracks the group
+// each runs on so Cancel reaches it wherever it is. With migration on
+// (set_migration) the pool is every loop's RequestMigrator: a request
+// evicted from a failed group is Resumed on the group the router picks.
+//
 // Thread-safety: every method may be called from any thread (one mutex;
 // connecting runs outside it).
 #ifndef TANDEM_COORDINATOR_CLUSTER_WORKER_GROUP_POOL_H_
@@ -27,11 +32,13 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coordinator/cluster/grpc_worker_group.h"
+#include "coordinator/cluster/request_migrator.h"
 #include "coordinator/cluster/router.h"
 #include "coordinator/scheduler/scheduler.h"
 #include "coordinator/cluster/scheduler_loop.h"
@@ -61,7 +68,7 @@ struct WorkerGroupStatusSnapshot {
   SchedulerLoop::Snapshot stats;
 };
 
-class WorkerGroupPool {
+class WorkerGroupPool final : public RequestMigrator {
  public:
   // A connected group for Reconcile: `remote` is `group` when it is a
   // GrpcWorkerGroup (the loop reconnects it after a failure), else null.
@@ -82,7 +89,13 @@ class WorkerGroupPool {
                   Connector connector, DraftPoolFactory draft_pools = {},
                   const SpeculationConfig& speculation = {});
   // Shuts every group's loop down.
-  ~WorkerGroupPool();
+  ~WorkerGroupPool() override;
+
+  // Request migration for the groups added from now on (call before the
+  // first Add): up to `max_migrations` moves per request (0: off; a failed
+  // group fails its requests), each waiting at most `timeout` for a healthy
+  // group. INVALID_ARGUMENT naming the value when either is negative.
+  absl::Status set_migration(int32_t max_migrations, absl::Duration timeout);
 
   // Adds a connected group named `name`. INVALID_ARGUMENT naming both groups
   // when its model, vocabulary, context or block size differ from the first
@@ -100,6 +113,17 @@ class WorkerGroupPool {
   // affinity over the healthy groups not draining). UNAVAILABLE naming the
   // groups when none can take it.
   absl::StatusOr<std::shared_ptr<WorkerGroupEntry>> Route(std::span<const int32_t> prompt);
+
+  // Submits `request` to `group` (from Route) and tracks it there until
+  // Forget. Errors as Scheduler::Submit (nothing stays tracked).
+  absl::Status Submit(const std::shared_ptr<WorkerGroupEntry>& group, GenerateRequest request);
+  // Cancels request `id` on the group it runs on now; a migration in
+  // progress ends it as cancelled instead of placing it. No-op when unknown.
+  void Cancel(RequestId id);
+  // Stops tracking request `id` (its call is over). No-op when unknown.
+  void Forget(RequestId id);
+  // RequestMigrator (scheduler threads).
+  Placement Place(MigratingRequest& request) override;
 
   // The first group's geometry (every group matches it); nullopt while the
   // pool has never held a group.
@@ -127,6 +151,15 @@ class WorkerGroupPool {
   int64_t next_id_ ABSL_GUARDED_BY(mutex_) = 1;
   // Addresses whose last connect failed, so a dead address logs once.
   absl::flat_hash_set<std::string> failing_ ABSL_GUARDED_BY(mutex_);
+  SchedulerLoopOptions loop_options_ ABSL_GUARDED_BY(mutex_);
+
+  // Where each submitted request runs. Locked before mutex_.
+  struct TrackedRequest {
+    std::shared_ptr<WorkerGroupEntry> group;
+    bool cancelled = false;
+  };
+  absl::Mutex tracked_mutex_ ABSL_ACQUIRED_BEFORE(mutex_);
+  absl::flat_hash_map<RequestId, TrackedRequest> tracked_ ABSL_GUARDED_BY(tracked_mutex_);
 };
 
 }  // namespace tandem::coordinator

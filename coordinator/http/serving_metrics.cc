@@ -103,6 +103,13 @@ void ServingMetrics::RegisterTandemMetrics(prometheus::Registry& r) {
                      .Help("Beam sequences forked from another beam").Register(r);
   block_copies_ = &BuildCounter().Name("tandem:kv_block_copies_total")
                        .Help("Copy-on-write KV block copies").Register(r);
+  migrations_ = &BuildCounter().Name("tandem:request_migrations_total")
+                     .Help("Requests moved to a healthy worker group after theirs failed")
+                     .Register(r);
+  migration_failures_ =
+      &BuildCounter().Name("tandem:request_migration_failures_total")
+           .Help("Requests whose group failed and that no healthy group took in time")
+           .Register(r);
 }
 
 prometheus::Labels ServingMetrics::With(prometheus::Labels extra) const {
@@ -150,6 +157,9 @@ void ServingMetrics::CountGroupDeltas(const GroupCounters& now, const GroupCount
   preemptions_->Add(labels).Increment(delta(now.preemptions, before.preemptions));
   block_copies_->Add(labels).Increment(delta(now.block_copies, before.block_copies));
   beam_forks_->Add(labels).Increment(delta(now.beam_forks, before.beam_forks));
+  migrations_->Add(labels).Increment(delta(now.migrations, before.migrations));
+  migration_failures_->Add(labels).Increment(
+      delta(now.migration_failures, before.migration_failures));
 }
 
 void ServingMetrics::UpdateGauges() {
@@ -168,7 +178,8 @@ void ServingMetrics::UpdateGauges() {
     group_overhead_->Add(group).Set(step > 0 ? (step - g.stats.scheduler.worker_step_ms) / step
                                              : 0.0);
     const SchedulerStats& st = g.stats.scheduler;
-    const GroupCounters now{st.num_preemptions, st.num_block_copies, st.num_beam_forks};
+    const GroupCounters now{st.num_preemptions, st.num_block_copies, st.num_beam_forks,
+                            g.stats.num_migrations, g.stats.num_migration_failures};
     auto before = groups_seen_.find(g.name);
     CountGroupDeltas(now, before != groups_seen_.end() ? before->second : GroupCounters{});
     seen[g.name] = now;

@@ -53,6 +53,8 @@ class ServingMetrics final : public RequestObserver {
     int64_t preemptions = 0;
     int64_t block_copies = 0;
     int64_t beam_forks = 0;
+    int64_t migrations = 0;
+    int64_t migration_failures = 0;
   };
 
   prometheus::Labels With(prometheus::Labels extra) const;
@@ -84,6 +86,8 @@ class ServingMetrics final : public RequestObserver {
   prometheus::Family<prometheus::Counter>* spec_accepted_tokens_;
   prometheus::Family<prometheus::Counter>* spec_accepted_per_position_;
   prometheus::Family<prometheus::Counter>* beam_forks_;
+  prometheus::Family<prometheus::Counter>* migrations_;
+  prometheus::Family<prometheus::Counter>* migration_failures_;
   prometheus::Family<prometheus::Counter>* block_copies_;
   prometheus::Family<prometheus::Histogram>* ttft_;
   prometheus::Family<prometheus::Histogram>* tpot_;

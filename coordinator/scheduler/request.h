@@ -68,6 +68,8 @@ struct RequestOutput {
   std::vector<PositionLogprobs> prompt_logprobs;
   std::vector<Completion> completions;  // n entries, by sample index
   int64_t prefix_hit_tokens = 0;        // prompt tokens served from the prefix cache
+  // Times the request moved to another worker group after its group failed.
+  int32_t num_migrations = 0;
   // Not OK when the request failed (finish reason kError): UNAVAILABLE for a
   // lost worker group, with a message naming the step and the cause.
   absl::Status status;

@@ -91,7 +91,7 @@ void Scheduler::Cancel(RequestId id) {
 bool Scheduler::HasWork() const {
   {
     absl::MutexLock lock(&inbox_mutex_);
-    if (!inbox_.empty() || !cancels_.empty()) return true;
+    if (!inbox_.empty() || !cancels_.empty() || !resumed_.empty()) return true;
   }
   return !requests_.empty();
 }
@@ -127,11 +127,15 @@ absl::StatusOr<bool> Scheduler::Step() {
 void Scheduler::DrainInbox() {
   std::vector<GenerateRequest> inbox;
   std::vector<RequestId> cancels;
+  std::vector<MigratingRequest> resumed;
   {
     absl::MutexLock lock(&inbox_mutex_);
     inbox.swap(inbox_);
     cancels.swap(cancels_);
+    resumed.swap(resumed_);
   }
+  // Resumed requests first: a cancel queued after a Resume finds its request.
+  for (MigratingRequest& m : resumed) Adopt(std::move(m.state_));
   for (GenerateRequest& r : inbox) {
     if (requests_.contains(r.id)) {
       TANDEM_LOG(kWarning, "request %d submitted twice; the second is dropped", r.id.value());
@@ -228,7 +232,7 @@ void Scheduler::EraseDoneRequests() {
   }
 }
 
-void Scheduler::ReleaseSequence(Sequence* seq) {
+void Scheduler::DetachSequence(Sequence* seq) {
   ForgetDraft(seq);
   if (seq->running()) {
     kv_->Free(seq->id);
@@ -241,9 +245,14 @@ void Scheduler::ReleaseSequence(Sequence* seq) {
       released_.push_back(seq->id);
     }
     std::erase(running_, seq);
+    seq->status = SequenceStatus::kWaiting;
   } else if (seq->status == SequenceStatus::kWaiting) {
     std::erase(waiting_, seq);
   }
+}
+
+void Scheduler::ReleaseSequence(Sequence* seq) {
+  DetachSequence(seq);
   seq->status = SequenceStatus::kFinished;
 }
 
@@ -258,8 +267,19 @@ void Scheduler::FinishSequence(Sequence* seq, FinishReason reason) {
 void Scheduler::FailStep(const ScheduledStep& step, const absl::Status& status) {
   const absl::Status error(status.code(), absl::StrFormat("worker step %d failed: %s",
                                                           step.plan.step_id, status.message()));
+  std::vector<RequestState*> failed;
   for (Sequence* seq : step.sequences) {
-    if (!seq->request->done) FailRequest(seq->request, error);
+    RequestState* r = seq->request;
+    if (!r->done && std::find(failed.begin(), failed.end(), r) == failed.end()) {
+      failed.push_back(r);
+    }
+  }
+  for (RequestState* r : failed) {
+    if (evict_on_failure_) {
+      Evict(r, error);
+    } else {
+      FailRequest(r, error);
+    }
   }
   retired_.clear();
   EraseDoneRequests();
@@ -290,6 +310,7 @@ void Scheduler::MaybeCompleteRequest(RequestState* r) {
   out.prompt_token_ids = r->request.prompt_tokens;
   out.prompt_logprobs = r->prompt_logprobs;
   out.prefix_hit_tokens = r->prefix_hit_tokens;
+  out.num_migrations = r->num_migrations;
   out.status = r->status;
   out.latency_ms = ms_since_submit(Clock::now());
   out.num_speculative_rounds = r->speculation.rounds;
@@ -313,7 +334,7 @@ int64_t Scheduler::NumRequestsWaiting() const {
   int64_t queued;
   {
     absl::MutexLock lock(&inbox_mutex_);
-    queued = static_cast<int64_t>(inbox_.size());
+    queued = static_cast<int64_t>(inbox_.size() + resumed_.size());
   }
   return queued + static_cast<int64_t>(requests_.size()) - NumRequestsRunning();
 }

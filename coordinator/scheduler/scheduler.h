@@ -10,7 +10,8 @@
 // preempted and later recomputed (its prefix-cached blocks make that cheap).
 // A request with n > 1 prefills its prompt once and forks n sequences that
 // share the prompt's blocks. A step the group fails fails the requests it
-// carried with the group's status code.
+// carried with the group's status code — or, with migration on, evicts them
+// whole (MigratingRequest) for another scheduler to Resume.
 //
 // Thread-safety: Submit and Cancel may be called from any thread; Step, the
 // observer callbacks and the accessors run on the scheduler thread.
@@ -36,6 +37,8 @@
 #include "engine/tokenizer/bpe_tokenizer.h"
 
 namespace tandem::coordinator {
+
+class MigratingRequest;
 
 struct SchedulerConfig {
   int32_t max_num_batched_tokens = 1024;  // token budget of one step
@@ -108,6 +111,25 @@ class Scheduler {
   // in the next step and it finishes with kCancelled. Unknown ids are ignored.
   void Cancel(RequestId id);
 
+  // Migration (scheduler_migration.cc). With `on`, a failed step evicts the
+  // requests it carried instead of failing them: each leaves this scheduler
+  // whole — prompt, generated tokens, seed, streamed text and stop state,
+  // beams, counters — with its KV released, for TakeEvicted. Scheduler
+  // thread, before the first Step.
+  void set_evict_on_failure(bool on) { evict_on_failure_ = on; }
+  // The requests evicted since the last call (scheduler thread).
+  std::vector<MigratingRequest> TakeEvicted();
+  // Takes over a request another scheduler evicted: at the next step its
+  // live sequences queue to recompute prompt + generated tokens (the prefix
+  // cache shares what it can) and go on sampling at the same RNG position,
+  // so its output continues exactly where it stopped. Any thread. The
+  // request counts one more migration.
+  void Resume(MigratingRequest request);
+  // Ends an evicted request that will not run again: kCancelled or kError
+  // (with `status`), reported to the observer as if it ended here.
+  // Scheduler thread.
+  void Finish(MigratingRequest request, FinishReason reason, const absl::Status& status);
+
   // Runs one iteration. Returns false when there was nothing to do. A worker
   // error fails every request in the step (and is returned).
   absl::StatusOr<bool> Step();
@@ -138,9 +160,11 @@ class Scheduler {
   int64_t NumRequestsWaiting() const;
   kv::KvStats kv_stats() const { return kv_->stats(); }
 
+  // A request's whole decoding state (scheduler_state.h; opaque elsewhere).
+  struct RequestState;
+
  private:
   struct Sequence;
-  struct RequestState;
   struct ScheduledStep;
   struct SpeculationCounts;
 
@@ -156,6 +180,18 @@ class Scheduler {
   void ReleaseSequence(Sequence* seq);
   void FinishSequence(Sequence* seq, FinishReason reason);
   void FailRequest(RequestState* request, const absl::Status& status);
+  // Takes `request` out of this scheduler into evicted_: its sequences leave
+  // the cache and the queues (DetachSequence), `cause` is kept.
+  void Evict(RequestState* request, const absl::Status& cause);
+  // Releases the sequence's blocks and draft and takes it out of every
+  // queue; a running sequence is left kWaiting (the caller decides what
+  // follows).
+  void DetachSequence(Sequence* seq);
+  // The request's live sequences: fork parent, completions, beams.
+  static std::vector<Sequence*> LiveSequences(RequestState* request);
+  // Files an evicted request back in (DrainInbox): its waiting sequences
+  // queue with a fresh draft state.
+  void Adopt(std::unique_ptr<RequestState> request);
   void MaybeCompleteRequest(RequestState* request);
   void EraseDoneRequests();
 
@@ -274,6 +310,7 @@ class Scheduler {
   mutable absl::Mutex inbox_mutex_;
   std::vector<GenerateRequest> inbox_ ABSL_GUARDED_BY(inbox_mutex_);
   std::vector<RequestId> cancels_ ABSL_GUARDED_BY(inbox_mutex_);
+  std::vector<MigratingRequest> resumed_ ABSL_GUARDED_BY(inbox_mutex_);
 
   // Scheduler-thread state.
   int64_t next_seq_id_ = 1;
@@ -294,6 +331,30 @@ class Scheduler {
   // the controller models apart from the step's.
   double propose_ms_ = 0;
   SchedulerStats stats_;
+  bool evict_on_failure_ = false;
+  std::vector<MigratingRequest> evicted_;
+};
+
+// A request evicted from one Scheduler (its worker group failed) on its way
+// to another's Resume, or to Finish. Move-only; owns the request's state.
+class MigratingRequest {
+ public:
+  MigratingRequest();
+  explicit MigratingRequest(std::unique_ptr<Scheduler::RequestState> state);
+  ~MigratingRequest();
+  MigratingRequest(MigratingRequest&&) noexcept;
+  MigratingRequest& operator=(MigratingRequest&&) noexcept;
+
+  RequestId id() const;
+  std::span<const int32_t> prompt_tokens() const;
+  // Times the request was resumed on a scheduler after an eviction.
+  int32_t num_migrations() const;
+  // The failure that evicted it last.
+  const absl::Status& cause() const;
+
+ private:
+  friend class Scheduler;
+  std::unique_ptr<Scheduler::RequestState> state_;
 };
 
 }  // namespace tandem::coordinator

@@ -114,6 +114,10 @@ struct Scheduler::RequestState {
   bool prompt_logprobs_sent = false;
   bool done = false;
   absl::Status status;  // why the request failed; OK otherwise
+  // Migration: times resumed on a scheduler after an eviction, and the
+  // failure that evicted it last.
+  int32_t num_migrations = 0;
+  absl::Status eviction_cause;
 };
 
 // One step as Schedule() built it: the plan for the worker group and the

@@ -6,7 +6,7 @@ namespace tandem::coordinator {
 
 void AdmittedRequest::Cancel(std::string_view why) const {
   TANDEM_LOG(kInfo, "request %d: %s", id.value(), why);
-  group->loop->Cancel(id);
+  pool->Cancel(id);
 }
 
 }  // namespace tandem::coordinator

@@ -16,12 +16,15 @@ namespace tandem::coordinator {
 
 struct AdmittedRequest {
   RequestId id;
-  // Held until the call is over: the group outlives its request even if
-  // discovery drops the group meanwhile.
+  // The group it was admitted to, held until the call is over: the group
+  // outlives its request even if discovery drops the group meanwhile (a
+  // request that migrates is tracked, and its new group held, by the pool).
   std::shared_ptr<WorkerGroupEntry> group;
+  WorkerGroupPool* pool = nullptr;
 
-  // Cancels the request in its scheduler, logging `why`. Never blocks: the
-  // scheduler drops the request at its next step and reports it finished.
+  // Cancels the request wherever it runs (WorkerGroupPool::Cancel), logging
+  // `why`. Never blocks: the scheduler drops the request at its next step
+  // and reports it finished.
   void Cancel(std::string_view why) const;
 };
 

@@ -181,6 +181,8 @@ void InferenceService::ModelInfoNow(pb::ModelInfoResponse* response) const {
     out->set_num_speculative_rounds(g.stats.scheduler.num_speculative_rounds);
     out->set_num_draft_tokens(g.stats.scheduler.num_draft_tokens);
     out->set_num_accepted_tokens(g.stats.scheduler.num_accepted_tokens);
+    out->set_num_migrations(g.stats.num_migrations);
+    out->set_num_migration_failures(g.stats.num_migration_failures);
   }
   if (admission_->drafts() != nullptr) {
     for (const DraftWorkerStatusSnapshot& d : admission_->drafts()->Statuses()) {

@@ -86,10 +86,11 @@ absl::StatusOr<AdmittedRequest> RequestAdmission::Admit(GenerateRequest request,
   RETURN_IF_ERROR(CheckRequestedDraft(request.draft));
   AdmittedRequest admitted;
   admitted.id = request.id;
+  admitted.pool = pool_;
   ASSIGN_OR_RETURN(admitted.group, pool_->Route(request.prompt_tokens));
   // Registered first: the scheduler may report results before Submit returns.
   registry_.Add(admitted.id, observer);
-  if (absl::Status s = admitted.group->loop->Submit(std::move(request)); !s.ok()) {
+  if (absl::Status s = pool_->Submit(admitted.group, std::move(request)); !s.ok()) {
     registry_.Remove(admitted.id);
     return s;
   }

@@ -76,7 +76,10 @@ class RequestAdmission final : public RequestObserver {
   absl::StatusOr<AdmittedRequest> Admit(GenerateRequest request, RequestObserver* observer);
   // Stops delivering `id`'s results; once it returns the observer may be
   // destroyed (RequestRegistry::Remove). No-op for an unknown id.
-  void Release(RequestId id) { registry_.Remove(id); }
+  void Release(RequestId id) {
+    registry_.Remove(id);
+    pool_->Forget(id);
+  }
 
   // The prompt tokens of `text` (BOS added as the model asks; special
   // tokens written in the text are parsed).

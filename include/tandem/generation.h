@@ -187,6 +187,10 @@ struct WorkerGroupStatus {
   int64_t num_speculative_rounds = 0;
   int64_t num_draft_tokens = 0;
   int64_t num_accepted_tokens = 0;
+  // Requests moved to a healthy group after this one failed, and those that
+  // failed instead (no healthy group in time, or too many moves).
+  int64_t num_migrations = 0;
+  int64_t num_migration_failures = 0;
 };
 
 struct DraftWorkerStatus {

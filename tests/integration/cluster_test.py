@@ -5,7 +5,8 @@
 complete and equal `tandem run` line for line (fast precision; the
 tensor-parallel proof in reference precision is tp_test.py); bad requests fail with
 INVALID_ARGUMENT naming the value; SIGTERM drains and exits 0. With two
-tandem-workers behind one coordinator (TwoGroupClusterTest): shared-prefix and
+tandem-workers behind one coordinator (TwoGroupClusterTest, migration off:
+--max-migrations 0; migration_test.py covers it on): shared-prefix and
 distinct requests equal `tandem run`; a SIGKILLed worker fails only its own
 requests (UNAVAILABLE within 2 s) while the other group keeps serving; the
 restarted worker takes requests again (observed by then killing the other
@@ -233,7 +234,8 @@ class TwoGroupClusterTest(unittest.TestCase):
                             for _ in range(2)]
             self.server = Server([COORDINATOR, "--worker",
                                   ",".join(w.address for w in self.workers), "--model", MODEL,
-                                  "--port", "0"], "tandem-coordinator")
+                                  "--port", "0", "--max-migrations", "0"],
+                                 "tandem-coordinator")
         except BaseException:
             self.tearDown()
             raise

@@ -101,7 +101,7 @@ def worker_group(g) -> types.WorkerGroup:
         g.address, g.healthy, g.load, g.draining, g.num_steps, g.step_ms, g.worker_step_ms,
         g.num_generated_tokens, g.num_prompt_tokens_computed, g.num_preemptions,
         g.num_blocks_used, g.num_blocks_total, g.num_speculative_rounds, g.num_draft_tokens,
-        g.num_accepted_tokens)
+        g.num_accepted_tokens, g.num_migrations, g.num_migration_failures)
 
 
 def decoding_mode(value) -> str:

@@ -75,6 +75,8 @@ class WorkerGroup:
     num_speculative_rounds: int = 0  # verification rounds
     num_draft_tokens: int = 0  # draft tokens verified
     num_accepted_tokens: int = 0  # of those, accepted
+    num_migrations: int = 0  # requests moved to a healthy group after it failed
+    num_migration_failures: int = 0  # requests that failed instead (no group in time)
 
 
 @dataclass

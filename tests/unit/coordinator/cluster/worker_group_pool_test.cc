@@ -7,65 +7,14 @@
 #include <memory>
 #include <set>
 
-#include "absl/synchronization/mutex.h"
-#include "coordinator/cluster/local_worker_group.h"
-#include "engine/model/model.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
 #include "gtest/gtest.h"
+#include "tests/unit/coordinator/cluster/pool_test_util.h"
 #include "tests/unit/engine/model/model_test_util.h"
 
 namespace tandem::coordinator {
 namespace {
-
-// A replica that owns its model (LocalWorkerGroup only borrows one).
-class OwnedLocalGroup : public WorkerGroup {
- public:
-  static absl::StatusOr<std::unique_ptr<WorkerGroup>> Create(int32_t block_size) {
-    auto owned = std::unique_ptr<OwnedLocalGroup>(new OwnedLocalGroup());
-    model::ModelOptions options;
-    options.num_threads = 1;
-    auto m = model::Model::Load(testing::DefaultModelPath(), options);
-    if (!m.ok()) return m.status();
-    owned->model_ = *std::move(m);
-    worker::StepExecutorConfig config;
-    config.num_blocks = 256;
-    config.block_size = block_size;
-    auto g = LocalWorkerGroup::Create(owned->model_.get(), config);
-    if (!g.ok()) return g.status();
-    owned->group_ = *std::move(g);
-    return std::unique_ptr<WorkerGroup>(std::move(owned));
-  }
-  const WorkerGroupInfo& info() const override { return group_->info(); }
-  absl::StatusOr<worker::StepResult> Step(const worker::StepPlan& plan) override {
-    return group_->Step(plan);
-  }
-
- private:
-  OwnedLocalGroup() = default;
-  std::unique_ptr<model::Model> model_;  // outlives group_ (declared first)
-  std::unique_ptr<LocalWorkerGroup> group_;
-};
-
-// Collects finished requests from the scheduler threads.
-class Finished : public RequestObserver {
- public:
-  void OnDelta(const CompletionDelta&) override {}
-  void OnFinished(const RequestOutput& o) override {
-    absl::MutexLock lock(&mutex_);
-    outputs_[o.id.value()] = o;
-  }
-  // Waits (bounded) until request `id` finished; false on timeout.
-  bool Wait(int64_t id, absl::Duration timeout = absl::Seconds(60)) {
-    absl::MutexLock lock(&mutex_);
-    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return outputs_.contains(id); };
-    return mutex_.AwaitWithTimeout(absl::Condition(&done), timeout);
-  }
-
- private:
-  absl::Mutex mutex_;
-  std::map<int64_t, RequestOutput> outputs_ ABSL_GUARDED_BY(mutex_);
-};
 
 class WorkerGroupPoolTest : public ::testing::Test {
  protected:

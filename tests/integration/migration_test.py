@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Request migration against real processes: a tandem-coordinator in front of
+tandem-workers on 127.0.0.1.
+
+Two replicas (TwoReplicaTest): 64 concurrent streams — greedy, seeded
+sampling, n = 2 and 4-beam search mixed — run once on the unfailed cluster
+and once more while one worker is SIGKILLed mid-decode. Every request of the
+second run succeeds with exactly the output of the first (the client
+assembles its result from the streamed deltas, so a repeated or missing
+token would show), and ModelInfo counts the killed group's migrations.
+
+One replica (OneReplicaTest): SIGKILLing the only worker ends the running
+streams with UNAVAILABLE within 2 s (no group can take them within
+--migration-timeout-ms); restarted on its port, the worker serves again.
+
+Clients: `tandem generate` (JSONL requests, --json) and the Python SDK
+(stream_client: no retries). Every wait is bounded.
+
+Env: TANDEM_COORDINATOR_BIN, TANDEM_WORKER_BIN, TANDEM_BIN, TANDEM_MODEL.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+import grpc
+
+import stream_client
+import tandem_client
+from generation_check import parse_lines, write_temp
+from server_process import Server
+
+COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
+WORKER = os.environ["TANDEM_WORKER_BIN"]
+BIN = os.environ["TANDEM_BIN"]
+MODEL = os.environ["TANDEM_MODEL"]
+TIMEOUT = 600
+WORDS = ["river", "mountain", "city", "garden", "machine", "ocean", "winter", "story",
+         "engine", "forest", "bridge", "letter"]
+
+
+def mixed_requests(count=64):
+    """`count` JSONL requests: greedy, seeded sampling, n = 2 seeded
+    sampling and 4-beam search, in turn; distinct prompts."""
+    lines = []
+    for i in range(count):
+        words = " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(3 + i % 5))
+        req = {"prompt": f"Request {i}: tell me about the {words}", "max_tokens": 40,
+               "ignore_eos": True}
+        kind = i % 4
+        if kind == 0:
+            req["temperature"] = 0
+        elif kind == 1:
+            req.update(temperature=0.8, top_p=0.95, seed=1000 + i)
+        elif kind == 2:
+            req.update(temperature=0.7, n=2, seed=2000 + i)
+        else:
+            req.update(temperature=0, num_beams=4, num_return_sequences=2, max_tokens=24)
+        lines.append(req)
+    return lines
+
+
+def comparable(line):
+    """A `tandem generate --json` line without what depends on where the
+    request ran (prefix-cache hits); beam scores rounded to 1e-4."""
+    line = dict(line)
+    line.pop("prefix_hit_tokens", None)
+    if "score" in line:
+        line["score"] = round(line["score"], 4)
+    if "sequences" in line:
+        line["sequences"] = [comparable(s) for s in line["sequences"]]
+    return line
+
+
+def group_counters(port):
+    """{address: tandem_client.WorkerGroup} from ModelInfo."""
+    return {g.address: g for g in stream_client.model_info(port).worker_groups}
+
+
+class TwoReplicaTest(unittest.TestCase):
+    def setUp(self):
+        self.workers = []
+        self.coordinator = None
+        self.addCleanup(self.stop)
+        # One thread each: the two workers share the machine's two cores.
+        self.workers = [Server([WORKER, "--model", MODEL, "--port", "0", "--threads", "1"],
+                               "tandem-worker") for _ in range(2)]
+        self.coordinator = Server(
+            [COORDINATOR, "--model", MODEL, "--port", "0", "--http-port", "-1",
+             "--worker", ",".join(w.address for w in self.workers), "--max-migrations", "3",
+             "--migration-timeout-ms", "1000"], "tandem-coordinator")
+
+    def stop(self):
+        for s in [self.coordinator] + self.workers:
+            if s is not None:
+                s.kill()
+
+    def generate(self, path):
+        return subprocess.Popen(
+            [BIN, "generate", "--addr", self.coordinator.address, "--requests", path,
+             "--concurrency", "64", "--json", "--timeout-s", "300"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def wait_mid_decode(self, victim, proc, before):
+        """Polls ModelInfo until `victim`'s group generated 64 more tokens
+        than `before` (requests are mid-decode there) while the other group
+        runs requests too."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            self.assertIsNone(proc.poll(), "the run ended before the kill")
+            groups = group_counters(self.coordinator.port)
+            v = groups[victim]
+            if v.num_generated_tokens - before >= 64 and all(g.load > 0 for g in groups.values()):
+                return
+            time.sleep(0.02)
+        self.fail("the victim's group never got mid-decode")
+
+    def test_kill_one_of_two_replicas_mid_decode_loses_nothing(self):
+        path = write_temp("".join(json.dumps(r) + "\n" for r in mixed_requests()))
+        self.addCleanup(os.unlink, path)
+        baseline = self.generate(path)
+        out, err = baseline.communicate(timeout=TIMEOUT)
+        self.assertEqual(baseline.returncode, 0, err)
+        want = parse_lines(out)
+        self.assertEqual(len(want), 64)
+
+        victim = self.workers[0].address
+        before = group_counters(self.coordinator.port)[victim].num_generated_tokens
+        run = self.generate(path)
+        self.wait_mid_decode(victim, run, before)
+        self.workers[0].proc.send_signal(signal.SIGKILL)
+        out, err = run.communicate(timeout=TIMEOUT)
+        self.assertEqual(run.returncode, 0, f"requests failed after the kill: {err[-2000:]}")
+        got = parse_lines(out)
+        self.assertEqual(len(got), 64)
+        for i, (g, w) in enumerate(zip(got, want)):
+            self.assertNotIn("error", g, f"request {i}")
+            self.assertEqual(comparable(g), comparable(w), f"request {i} differs after migration")
+
+        groups = group_counters(self.coordinator.port)
+        print(f"migrated {groups[victim].num_migrations} requests off the killed group",
+              file=sys.stderr)
+        self.assertGreater(groups[victim].num_migrations, 0, "nothing migrated")
+        self.assertEqual(groups[victim].num_migration_failures, 0)
+        self.assertFalse(groups[victim].healthy)
+
+
+class OneReplicaTest(unittest.TestCase):
+    def setUp(self):
+        self.worker = Server([WORKER, "--model", MODEL, "--port", "0"], "tandem-worker")
+        self.addCleanup(lambda: self.worker.kill())
+        self.coordinator = Server(
+            [COORDINATOR, "--model", MODEL, "--port", "0", "--http-port", "-1",
+             "--worker", self.worker.address, "--migration-timeout-ms", "1000"],
+            "tandem-coordinator")
+        self.addCleanup(self.coordinator.kill)
+
+    def stream_until_error(self, c, results, started):
+        try:
+            stream = c.stream("Once upon a time", max_tokens=4000, ignore_eos=True,
+                              temperature=0)
+            for _ in stream:
+                started.set()
+            results.append(("ok", time.monotonic()))
+        except tandem_client.TandemError as e:
+            results.append((e.code, time.monotonic(), e.message))
+
+    def test_unavailable_within_2s_then_serves_after_restart(self):
+        results, threads, started = [], [], threading.Event()
+        clients = [stream_client.client(self.coordinator.port, timeout=120, own_connection=True)
+                   for _ in range(4)]
+        for c in clients:
+            self.addCleanup(c.close)
+            t = threading.Thread(target=self.stream_until_error, args=(c, results, started))
+            t.start()
+            threads.append(t)
+        self.assertTrue(started.wait(60), "no stream produced tokens")
+        time.sleep(0.2)  # every stream is decoding
+        port = self.worker.port
+        killed_at = time.monotonic()
+        self.worker.proc.send_signal(signal.SIGKILL)
+        for t in threads:
+            t.join(30)
+            self.assertFalse(t.is_alive(), "a stream did not end after the kill")
+        self.assertEqual(len(results), 4)
+        for r in results:
+            self.assertEqual(r[0], grpc.StatusCode.UNAVAILABLE, r)
+            self.assertLess(r[1] - killed_at, 2.0, r)
+            self.assertIn("no healthy worker group took it", r[2])
+
+        self.worker.kill()
+        self.worker = Server([WORKER, "--model", MODEL, "--port", str(port)], "tandem-worker")
+        deadline = time.monotonic() + 20
+        last = None
+        with stream_client.client(self.coordinator.port, timeout=10) as c:
+            while time.monotonic() < deadline:
+                try:
+                    result = c.generate("hello there", max_tokens=3, temperature=0)
+                    self.assertEqual(len(result.completions[0].token_ids), 3)
+                    return
+                except tandem_client.TandemError as e:
+                    last = e
+                    time.sleep(0.2)
+        self.fail(f"the restarted worker took no request: {last}")
+
+
+if __name__ == "__main__":
+    unittest.main()
