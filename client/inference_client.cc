@@ -64,8 +64,10 @@ tandem::BeamSearchOptions SdkBeam(const coordinator::BeamSearchParams& b) {
 
 }  // namespace
 
-std::unique_ptr<tandem::Client> NewClient(const std::string& addr, int32_t timeout_s, bool retry) {
+std::unique_ptr<tandem::Client> NewClient(const std::string& addr, int32_t timeout_s,
+                                          const std::string& tls_ca, bool retry) {
   tandem::ClientOptions options;
+  options.tls_ca_file = tls_ca;
   options.timeout = std::chrono::seconds(std::max(0, timeout_s));
   if (!retry) options.retry.max_retries = 0;
   if (const char* key = std::getenv("TANDEM_API_KEY"); key != nullptr) options.api_key = key;

@@ -20,11 +20,13 @@
 namespace tandem::client {
 
 // A client of the coordinator at `addr`; every call's deadline is `timeout_s`
-// seconds (0: none); the API key, if any, from the environment's
-// TANDEM_API_KEY. `retry` false turns off the SDK's UNAVAILABLE retries
-// (a benchmark measures what the server answers).
+// seconds (0: none); TLS trusting the PEM CA file `tls_ca` when it is not
+// empty (--tls-ca, or the environment's TANDEM_TLS_CA), else plaintext; the
+// API key, if any, from the environment's TANDEM_API_KEY. `retry` false
+// turns off the SDK's UNAVAILABLE retries (a benchmark measures what the
+// server answers).
 std::unique_ptr<tandem::Client> NewClient(const std::string& addr, int32_t timeout_s,
-                                          bool retry = true);
+                                          const std::string& tls_ca, bool retry = true);
 
 // The SDK request for `request` (chat prompts get the generation prompt).
 tandem::GenerateRequest SdkRequest(const JsonRequest& request);

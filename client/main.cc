@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
 #include <iostream>
 #include <optional>
@@ -98,6 +99,14 @@ ABSL_FLAG(std::string, shape, "", "The model's shape: llama3-8b, llama2-7b, smol
 ABSL_FLAG(std::string, dtype, "bf16", "Weight type: bf16 or q8_0");
 ABSL_FLAG(std::string, out, "", "Output file");
 ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "The server's HOST:PORT");
+ABSL_FLAG(std::string, tls_ca, "",
+          "Connect with TLS, trusting the PEM CA certificate(s) in this file (a self-signed "
+          "server certificate is its own CA); default: the environment's TANDEM_TLS_CA, else "
+          "plaintext");
+ABSL_FLAG(std::string, tls_cert, "",
+          "up: the coordinator's PEM certificate; its gRPC and HTTP ports speak TLS only (needs "
+          "--tls-key)");
+ABSL_FLAG(std::string, tls_key, "", "up: the PEM private key of --tls-cert");
 ABSL_FLAG(int32_t, concurrency, 0, "Requests in flight at once");
 ABSL_FLAG(int32_t, timeout_s, -1, "Per-request deadline in seconds");
 ABSL_FLAG(int32_t, tp, 2, "Tensor-parallel ranks of the worker group");
@@ -119,7 +128,8 @@ ABSL_FLAG(std::vector<std::string>, coordinator_arg, {},
           "Extra tandem-coordinator flags (comma-separated)");
 ABSL_FLAG(std::string, config, "",
           "JSON file of up options (keys: model, tp, replicas, port, draft_model, grace_s, mpirun, "
-          "bin_dir, worker_args, draft_args, coordinator_args); flags given win over it");
+          "bin_dir, worker_args, draft_args, coordinator_args, tls_cert, tls_key); flags given "
+          "win over it");
 ABSL_FLAG(std::optional<std::string>, system, std::nullopt, "The system prompt");
 ABSL_FLAG(std::string, service, "", "The service name to check (default: the server)");
 ABSL_FLAG(double, request_rate, 0, "Poisson arrivals per second (instead of --concurrency)");
@@ -157,7 +167,7 @@ tandem::Command BenchCommandSpec() {
           "--request-rate R) [flags]",
           "Load a coordinator (or any OpenAI-compatible server) with generated or --dataset "
           "requests; report latency, throughput and goodput",
-          {{"addr", "The coordinator's HOST:PORT"}, {"backend"}, {"url"},
+          {{"addr", "The coordinator's HOST:PORT"}, {"tls_ca"}, {"backend"}, {"url"},
            {"model", "--backend openai: the model name sent (default: the server's first)"},
            {"vocab_size"}, {"goodput"},
            {"concurrency", "Closed loop: requests in flight at once"}, {"request_rate"},
@@ -193,11 +203,12 @@ tandem::Program TandemProgram() {
        {{"model"}, {"decode"}}},
       {"generate", "--addr HOST:PORT (--prompt TEXT | --chat TEXT | --prompt-ids IDS | --requests FILE) [flags]",
        "Generate through a tandem-coordinator (gRPC), printing what tandem run prints",
-       Join({{{"addr", "The coordinator's HOST:PORT"}}, prompt, sampling, beam,
+       Join({{{"addr", "The coordinator's HOST:PORT"}, {"tls_ca"}}, prompt, sampling, beam,
              {{"concurrency", "--requests: requests in flight at once (0 = 1)"}, deadline}})},
       {"chat", "--addr HOST:PORT [--system TEXT] [sampling flags] < MESSAGES",
        "A multi-turn chat with a coordinator: one user message a line on stdin; /reset, /exit",
-       Join({{{"addr", "The coordinator's HOST:PORT"}, {"system"}}, sampling, {deadline}})},
+       Join({{{"addr", "The coordinator's HOST:PORT"}, {"tls_ca"}, {"system"}}, sampling,
+             {deadline}})},
       BenchCommandSpec(),
       {"up", "--model PATH [--tp N] [--replicas N] [--port P] [--draft-model PATH | --no-draft] [flags]",
        "A supervised local cluster in the foreground: worker groups, a draft worker and a coordinator",
@@ -205,10 +216,10 @@ tandem::Program TandemProgram() {
         {"speculative", "The draft worker's kind: ngram, layer-skip:L or model (default: ngram, "
                         "or model with --draft-model)"},
         {"num_speculative_tokens"}, {"config"}, {"bin_dir"}, {"mpirun"}, {"grace_s"},
-        {"worker_arg"}, {"draft_arg"}, {"coordinator_arg"}}},
+        {"worker_arg"}, {"draft_arg"}, {"coordinator_arg"}, {"tls_cert"}, {"tls_key"}}},
       {"health", "--addr HOST:PORT [--service NAME]",
        "Print a server's grpc.health.v1 status (SERVING, NOT_SERVING, ...)",
-       {{"addr"}, {"service"},
+       {{"addr"}, {"tls_ca"}, {"service"},
         {"timeout_s", "Seconds to wait for the answer (-1 or 0: 5)"}}},
       {"make-model", "--shape NAME --dtype bf16|q8_0 --out FILE.gguf",
        "Write a GGUF of a known shape with random weights (for benchmarks)",
@@ -268,6 +279,8 @@ int Up(const std::vector<std::string>& args) {
   u.worker_args = absl::GetFlag(FLAGS_worker_arg);
   u.draft_args = absl::GetFlag(FLAGS_draft_arg);
   u.coordinator_args = absl::GetFlag(FLAGS_coordinator_arg);
+  u.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  u.tls_key = absl::GetFlag(FLAGS_tls_key);
   const std::set<std::string> given = tandem::GivenFlagNames(args);
   if (absl::GetFlag(FLAGS_no_draft)) {
     if (given.contains("draft_model") && absl::GetFlag(FLAGS_draft_model) != "none") {
@@ -298,9 +311,18 @@ int Up(const std::vector<std::string>& args) {
   return tandem::client::UpCommand(u);
 }
 
+// The CA file a client command trusts: --tls-ca, else the environment's
+// TANDEM_TLS_CA; "" (plaintext) when neither is set.
+std::string TlsCa() {
+  if (std::string flag = absl::GetFlag(FLAGS_tls_ca); !flag.empty()) return flag;
+  const char* env = std::getenv("TANDEM_TLS_CA");
+  return env != nullptr ? env : "";
+}
+
 int Chat() {
   tandem::client::ChatOptions c;
   c.addr = absl::GetFlag(FLAGS_addr);
+  c.tls_ca = TlsCa();
   c.system = absl::GetFlag(FLAGS_system);
   c.params = SamplingParamsFromFlags();
   c.timeout_s = std::max(0, absl::GetFlag(FLAGS_timeout_s));
@@ -310,6 +332,7 @@ int Chat() {
 int Health() {
   tandem::client::HealthOptions h;
   h.addr = absl::GetFlag(FLAGS_addr);
+  h.tls_ca = TlsCa();
   h.service = absl::GetFlag(FLAGS_service);
   if (absl::GetFlag(FLAGS_timeout_s) > 0) h.timeout_s = absl::GetFlag(FLAGS_timeout_s);
   return tandem::client::HealthCommand(h);
@@ -319,6 +342,7 @@ int Bench() {
   tandem::client::BenchOptions b;
   b.backend = absl::GetFlag(FLAGS_backend);
   b.addr = absl::GetFlag(FLAGS_addr);
+  b.tls_ca = TlsCa();
   b.url = absl::GetFlag(FLAGS_url);
   b.model = absl::GetFlag(FLAGS_model);
   b.vocab_size = absl::GetFlag(FLAGS_vocab_size);
@@ -416,6 +440,7 @@ int Generate(const std::vector<std::string>& args) {
   if (!PromptFromFlags("generate", args, &o)) return 1;
   tandem::client::GenerateOptions g;
   g.addr = absl::GetFlag(FLAGS_addr);
+  g.tls_ca = TlsCa();
   g.prompt = o.prompt;
   g.chat = o.chat;
   g.prompt_ids = o.prompt_ids;

@@ -115,7 +115,9 @@ absl::StatusOr<std::string> Supervisor::AwaitServing(size_t i, std::string* http
   ASSIGN_OR_RETURN(std::string listen, ParseListeningLine(name, line));
   const std::string address = DialAddress(listen);
   ASSIGN_OR_RETURN(std::string health,
-                   CheckHealth(address, "", absl::Now() + options_.health_timeout));
+                   CheckHealth(address, "", absl::Now() + options_.health_timeout,
+                               HealthTls{.enabled = s.spec.tls, .ca_file = "",
+                                         .skip_verification = true}));
   if (health != "SERVING") {
     return absl::UnavailableError(
         absl::StrFormat("%s at %s reports health %s, expected SERVING", name, address, health));

@@ -84,6 +84,9 @@ struct ServerSpec {
   std::string label;        // for messages: "worker group 1", "draft worker", "coordinator"
   std::string server_name;  // the binary that prints "NAME listening on HOST:PORT"
   bool coordinator = false; // stopped first; its crash loop ends Run()
+  // Its gRPC port speaks TLS (the coordinator's --tls-cert): the health probe
+  // encrypts too, without checking the certificate (HealthTls::skip_verification).
+  bool tls = false;
   ServerPorts ports;        // at the first start; pinned to the real ones once it serves
   // The command line listening on `ports` (http is -1 when it has no HTTP).
   std::function<std::vector<std::string>(const ServerPorts&)> argv;

@@ -140,6 +140,16 @@ const KeySpec kKeys[] = {
        TANDEM_UP_CONFIG_SET(o->draft_args, StringList(s, k, v));
        return absl::OkStatus();
      }},
+    {"tls_cert", "tls_cert", "",
+     [](const std::string& s, absl::string_view k, const json& v, UpOptions* o) {
+       TANDEM_UP_CONFIG_SET(o->tls_cert, String(s, k, v));
+       return absl::OkStatus();
+     }},
+    {"tls_key", "tls_key", "",
+     [](const std::string& s, absl::string_view k, const json& v, UpOptions* o) {
+       TANDEM_UP_CONFIG_SET(o->tls_key, String(s, k, v));
+       return absl::OkStatus();
+     }},
     {"coordinator_args", "coordinator_arg", "",
      [](const std::string& s, absl::string_view k, const json& v, UpOptions* o) {
        TANDEM_UP_CONFIG_SET(o->coordinator_args, StringList(s, k, v));

@@ -1,9 +1,9 @@
 // `tandem up --config FILE.json`: the up options as one JSON object, e.g.
 //   {"model": "models/m.gguf", "tp": 2, "replicas": 2, "port": 50051, "draft_model": "none",
 //    "worker_args": ["--threads=4"], "grace_s": 20}
-// Keys: model, tp, replicas, port, http_port, bin_dir, mpirun, grace_s (strings / integers as the
-// flags of the same name), draft_model (a path, "" = the target model, "none"
-// = no draft worker), worker_args, draft_args, coordinator_args (arrays of
+// Keys: model, tp, replicas, port, http_port, bin_dir, mpirun, grace_s, tls_cert, tls_key
+// (strings / integers as the flags of the same name), draft_model (a path, "" = the target
+// model, "none" = no draft worker), worker_args, draft_args, coordinator_args (arrays of
 // strings: extra flags of tandem-worker / tandem-draft / tandem-coordinator,
 // as --worker-arg, --draft-arg, --coordinator-arg give them). Paths are used
 // as written (relative to the working directory, as on the command line).

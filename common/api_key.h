@@ -36,6 +36,9 @@ class ApiKey {
   static absl::StatusOr<ApiKey> FromFlags(const std::string& key, const std::string& file);
 
   bool required() const { return key_.has_value(); }
+  // The key, to present it to a server that requires the same one (the
+  // coordinator to its workers and drafts); nullopt when open.
+  const std::optional<std::string>& key() const { return key_; }
 
   // OK when no key is required or `authorization` (the header's or
   // metadata's value; nullopt when absent) is "Bearer KEY" with this key

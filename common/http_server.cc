@@ -3,6 +3,7 @@
 #include "absl/strings/str_format.h"
 #include "boost/asio/steady_timer.hpp"
 #include "boost/asio/strand.hpp"
+#include "common/http_stream.h"
 #include "common/logging.h"
 
 namespace tandem {
@@ -19,10 +20,9 @@ constexpr int32_t kMaxThreads = 64;
 HttpServer::HttpServer(HttpHandler* handler, const HttpLimits& limits)
     : handler_(handler), limits_(limits), io_context_(std::make_unique<net::io_context>()) {}
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& host,
-                                                              int32_t port, HttpHandler* handler,
-                                                              const HttpLimits& limits,
-                                                              int32_t num_threads) {
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const std::string& host, int32_t port, HttpHandler* handler, const HttpLimits& limits,
+    int32_t num_threads, const TlsCredentials& tls) {
   if (num_threads < 1 || num_threads > kMaxThreads) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "HTTP threads %d is out of range: must be in [1, %d]", num_threads, kMaxThreads));
@@ -34,6 +34,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
         absl::StrFormat("HTTP host '%s' is not an IP address: %s", host, ec.message()));
   }
   std::unique_ptr<HttpServer> server(new HttpServer(handler, limits));
+  if (tls.enabled()) {
+    absl::StatusOr<std::unique_ptr<net::ssl::context>> context = MakeServerTlsContext(tls);
+    if (!context.ok()) return context.status();
+    server->tls_context_ = *std::move(context);
+  }
   auto acceptor = std::make_unique<tcp::acceptor>(*server->io_context_);
   const tcp::endpoint endpoint(ip, static_cast<uint16_t>(port));
   acceptor->open(endpoint.protocol(), ec);
@@ -60,7 +65,9 @@ void HttpServer::Accept() {
   acceptor_->async_accept(net::make_strand(*io_context_), [this](error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted) return;
     if (!ec) {
-      std::make_shared<HttpSession>(std::move(socket), handler_, limits_, &open_exchanges_)->Run();
+      std::make_shared<HttpSession>(std::move(socket), tls_context_.get(), handler_, limits_,
+                                    &open_exchanges_)
+          ->Run();
       Accept();
       return;
     }

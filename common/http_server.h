@@ -1,7 +1,9 @@
 // HttpServer: an HTTP/1.1 server on Boost.Beast / Boost.Asio, serving one
 // HttpHandler (the coordinator's OpenAI-compatible API, a worker's
-// /metrics). A fixed pool of I/O threads runs every connection (an
-// HttpSession on its own strand): no thread per connection or per stream.
+// /metrics), over plain TCP or, given TlsCredentials, HTTPS only (every
+// path of the handler on the one TLS listener). A fixed pool of I/O threads
+// runs every connection (an HttpSession on its own strand): no thread per
+// connection or per stream.
 //
 // Thread-safety: Start, WaitForExchanges and Stop are called by the owning
 // thread; the handler's Handle runs on the I/O threads.
@@ -19,20 +21,22 @@
 #include "absl/time/time.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/ssl/context.hpp"
 #include "common/http_session.h"
+#include "common/tls_credentials.h"
 
 namespace tandem {
 
 class HttpServer {
  public:
   // Listens on `host`:`port` (0: the OS picks one) and serves `handler`
-  // (which must outlive the server) on `num_threads` I/O threads.
-  // INVALID_ARGUMENT for a host that is not an IP address or a thread count
-  // outside [1, 64]; UNAVAILABLE naming the address when it cannot be bound.
-  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& host, int32_t port,
-                                                           HttpHandler* handler,
-                                                           const HttpLimits& limits,
-                                                           int32_t num_threads);
+  // (which must outlive the server) on `num_threads` I/O threads, over TLS
+  // when `tls` is enabled. INVALID_ARGUMENT for a host that is not an IP
+  // address, a thread count outside [1, 64] or credentials OpenSSL refuses;
+  // UNAVAILABLE naming the address when it cannot be bound.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
+      const std::string& host, int32_t port, HttpHandler* handler, const HttpLimits& limits,
+      int32_t num_threads, const TlsCredentials& tls = TlsCredentials());
   // Stop().
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
@@ -54,6 +58,9 @@ class HttpServer {
 
   HttpHandler* const handler_;
   const HttpLimits limits_;
+  // Null: plain HTTP. Declared before the I/O context so that it outlives
+  // every session (the context's handlers hold the last references to them).
+  std::unique_ptr<boost::asio::ssl::context> tls_context_;
   std::unique_ptr<boost::asio::io_context> io_context_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   std::string address_;

@@ -21,6 +21,9 @@ using tcp = net::ip::tcp;
 // it (up to this long) lets the client see the response instead of a reset.
 constexpr absl::Duration kLingerTime = absl::Seconds(1);
 
+// The first byte of a TLS record of type alert (RFC 8446, 5.1).
+constexpr char kTlsAlertRecord = 0x15;
+
 std::chrono::nanoseconds ToChrono(absl::Duration d) { return absl::ToChronoNanoseconds(d); }
 
 }  // namespace
@@ -63,9 +66,20 @@ void HttpResponder::OnClientGone(std::function<void()> on_gone) const {
             });
 }
 
-HttpSession::HttpSession(tcp::socket socket, HttpHandler* handler, const HttpLimits& limits,
+namespace {
+
+// The stream of a session: TLS when the server has a context.
+HttpStream MakeStream(tcp::socket socket, net::ssl::context* tls_context) {
+  if (tls_context != nullptr) return HttpStream(std::move(socket), *tls_context);
+  return HttpStream(std::move(socket));
+}
+
+}  // namespace
+
+HttpSession::HttpSession(tcp::socket socket, net::ssl::context* tls_context,
+                         HttpHandler* handler, const HttpLimits& limits,
                          std::atomic<int64_t>* open_exchanges)
-    : stream_(std::move(socket)),
+    : stream_(MakeStream(std::move(socket), tls_context)),
       handler_(handler),
       limits_(limits),
       open_exchanges_(open_exchanges) {}
@@ -81,14 +95,52 @@ HttpSession::~HttpSession() {
 }
 
 void HttpSession::Run() {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadRequest(); });
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+    if (self->stream_.tls()) {
+      self->Handshake();
+    } else {
+      self->ReadRequest();
+    }
+  });
+}
+
+void HttpSession::Handshake() {
+  // The handshake's reads and writes are the TCP layer's: its timeout bounds
+  // a client that connects and sends nothing.
+  stream_.tcp().expires_after(ToChrono(limits_.idle_timeout));
+  stream_.AsyncHandshake([self = shared_from_this()](error_code ec) {
+    if (!ec) {
+      self->ReadRequest();
+    } else if (IsPlainHttpOnTlsPort(ec)) {
+      self->RejectPlainHttp();
+    } else {
+      self->Close(/*graceful=*/false);  // not TLS, a certificate the client refused, a timeout
+    }
+  });
+}
+
+void HttpSession::RejectPlainHttp() {
+  const HttpResponse r = handler_->ErrorResponse(
+      400, "this port speaks HTTPS (TLS): send the request to https:// instead of http://");
+  auto response =
+      std::make_shared<http::response<http::string_body>>(http::status::bad_request, 11);
+  response->set(http::field::content_type, r.content_type);
+  response->keep_alive(false);
+  response->body() = r.body;
+  response->prepare_payload();
+  stream_.tcp().expires_after(ToChrono(limits_.write_timeout));
+  // In plaintext, on the TCP layer: the client never spoke TLS.
+  http::async_write(stream_.tcp(), *response,
+                    [self = shared_from_this(), response](error_code, size_t) {
+                      self->Close(/*graceful=*/true);
+                    });
 }
 
 void HttpSession::ReadRequest() {
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
   parser_->body_limit(limits_.max_body_bytes);
-  stream_.expires_after(ToChrono(limits_.idle_timeout));
+  stream_.tcp().expires_after(ToChrono(limits_.idle_timeout));
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](error_code ec, size_t) { self->OnRead(ec); });
 }
@@ -136,7 +188,7 @@ void HttpSession::StartExchange() {
   keep_alive_ = parser_->get().keep_alive();
   HttpRequest request = parser_->release();
   parser_.reset();
-  stream_.expires_never();
+  stream_.tcp().expires_never();
   handler_->Handle(request, HttpResponder(weak_from_this(), exchange_));
   WatchForClose();
 }
@@ -147,7 +199,7 @@ void HttpSession::EndExchange() {
   open_exchanges_->fetch_sub(1);
   if (closed_) return;
   error_code ignored;
-  stream_.socket().cancel(ignored);  // the close watch
+  stream_.tcp().socket().cancel(ignored);  // the close watch
   if (keep_alive_) {
     ReadRequest();
   } else {
@@ -157,7 +209,7 @@ void HttpSession::EndExchange() {
 
 void HttpSession::WatchForClose() {
   if (closed_ || !in_exchange_) return;
-  stream_.socket().async_wait(
+  stream_.tcp().socket().async_wait(
       tcp::socket::wait_read, [self = shared_from_this(), exchange = exchange_](error_code ec) {
         if (ec == net::error::operation_aborted || self->closed_) return;
         if (!self->in_exchange_ || self->exchange_ != exchange) return;
@@ -167,10 +219,12 @@ void HttpSession::WatchForClose() {
           // are the client's next request, read once this exchange ends
           // (closing is then seen by a failed write or the read); nothing
           // yet means the wake was spurious: watch again.
+          // Over TLS a record of type alert (the client's close_notify, or a
+          // fatal alert) ends the connection as surely as a close does.
           char byte;
-          const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1,
+          const ssize_t n = ::recv(self->stream_.tcp().socket().native_handle(), &byte, 1,
                                    MSG_PEEK | MSG_DONTWAIT);
-          if (n > 0) return;
+          if (n > 0 && !(self->stream_.tls() && byte == kTlsAlertRecord)) return;
           if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
             self->WatchForClose();
             return;
@@ -208,7 +262,7 @@ void HttpSession::Enqueue(uint64_t exchange, Outgoing out) {
 void HttpSession::WriteNext() {
   if (writing_ || queue_.empty() || closed_) return;
   writing_ = true;
-  stream_.expires_after(ToChrono(limits_.write_timeout));
+  stream_.tcp().expires_after(ToChrono(limits_.write_timeout));
   auto on_written = [self = shared_from_this()](error_code ec, size_t) { self->OnWritten(!ec); };
   Outgoing& out = queue_.front();
   if (out.kind == Outgoing::Kind::kResponse) {
@@ -250,7 +304,7 @@ void HttpSession::WriteNext() {
 
 void HttpSession::OnWritten(bool ok) {
   writing_ = false;
-  if (!closed_) stream_.expires_never();
+  if (!closed_) stream_.tcp().expires_never();
   if (!ok) {
     std::deque<Outgoing> failed = std::exchange(queue_, {});
     ClientGone();
@@ -274,27 +328,28 @@ void HttpSession::Close(bool graceful) {
   closed_ = true;
   error_code ignored;
   if (!graceful) {
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    stream_.tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.tcp().close();
     return;
   }
   // Half-close, then read what the client still sends until it closes too
   // (or kLingerTime passes), so it reads our response rather than a reset.
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  stream_.expires_after(ToChrono(kLingerTime));
+  stream_.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream_.tcp().expires_after(ToChrono(kLingerTime));
   Drain();
 }
 
 void HttpSession::Drain() {
   auto scratch = std::make_shared<std::array<char, 4096>>();
-  stream_.async_read_some(net::buffer(*scratch),
-                          [self = shared_from_this(), scratch](error_code ec, size_t) {
-                            if (ec) {
-                              self->stream_.close();
-                            } else {
-                              self->Drain();
-                            }
-                          });
+  // Raw bytes, over TLS too: they are discarded, not decrypted.
+  stream_.tcp().async_read_some(net::buffer(*scratch),
+                                [self = shared_from_this(), scratch](error_code ec, size_t) {
+                                  if (ec) {
+                                    self->stream_.tcp().close();
+                                  } else {
+                                    self->Drain();
+                                  }
+                                });
 }
 
 }  // namespace tandem

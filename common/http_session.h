@@ -7,6 +7,12 @@
 // closes or resets the connection triggers the exchange's client-gone
 // callback once (a generation request cancels itself from it).
 //
+// Over TLS (an HttpServer with TlsCredentials) the session first completes
+// the handshake within idle_timeout; a client that speaks plain HTTP to the
+// TLS port is answered a plaintext 400 saying to use https:// and closed (a
+// plaintext client sees why instead of a reset), any other failed handshake
+// is closed at once.
+//
 // Limits: a header over max_header_bytes is answered 431, a body over
 // max_body_bytes 413, an unparsable request 400, each followed by a close; a
 // connection with no complete request within idle_timeout is closed (idle
@@ -34,8 +40,10 @@
 
 #include "absl/time/time.h"
 #include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/ssl/context.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
+#include "common/http_stream.h"
 
 namespace tandem {
 
@@ -104,12 +112,15 @@ class HttpHandler {
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   // `handler` and the counter must outlive the session; `open_exchanges`
-  // counts the exchanges being answered (HttpServer drains on it).
-  HttpSession(boost::asio::ip::tcp::socket socket, HttpHandler* handler, const HttpLimits& limits,
+  // counts the exchanges being answered (HttpServer drains on it). With
+  // `tls_context` (which must outlive the session too) the connection speaks
+  // TLS; null: plain HTTP.
+  HttpSession(boost::asio::ip::tcp::socket socket, boost::asio::ssl::context* tls_context,
+              HttpHandler* handler, const HttpLimits& limits,
               std::atomic<int64_t>* open_exchanges);
   ~HttpSession();
 
-  // Starts reading the first request.
+  // Starts the TLS handshake, or reading the first request.
   void Run();
 
  private:
@@ -121,6 +132,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::optional<HttpResponse> response;  // kResponse
   };
 
+  void Handshake();
+  // Answers a plain-HTTP request on the TLS port in plaintext (400) and closes.
+  void RejectPlainHttp();
   void ReadRequest();
   void OnRead(boost::beast::error_code ec);
   // Answers a request that could not be read (400/413/431) and closes.
@@ -140,7 +154,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void Close(bool graceful);
   void Drain();
 
-  boost::beast::tcp_stream stream_;
+  HttpStream stream_;
   boost::beast::flat_buffer buffer_;
   HttpHandler* const handler_;
   const HttpLimits limits_;

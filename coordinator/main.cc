@@ -8,6 +8,9 @@
 // A TARGET is HOST:PORT or dns:///NAME:PORT (every address NAME resolves to,
 // re-resolved every --resolve-interval-ms: replicas and drafts come and go
 // without a restart; see coordinator/target_resolver.h).
+// --tls-cert FILE --tls-key FILE: both public ports (gRPC and HTTP, /health,
+// /ready and /metrics included) speak TLS only; the worker and draft
+// connections stay plaintext.
 //
 // Thread model: the main thread parses flags, builds everything, starts the
 // servers, prints "tandem-coordinator listening on HOST:PORT" (gRPC) and
@@ -50,6 +53,7 @@
 #include "common/http_server.h"
 #include "common/server_lifecycle.h"
 #include "common/status_macros.h"
+#include "common/tls_credentials.h"
 #include "coordinator/cluster/discovery.h"
 #include "coordinator/cluster/draft_pool_set.h"
 #include "coordinator/cluster/draft_worker_set.h"
@@ -84,10 +88,15 @@ ABSL_FLAG(int32_t, http_port, 8000,
 ABSL_FLAG(int32_t, http_threads, 2, "I/O threads of the HTTP server");
 ABSL_FLAG(std::string, api_key, "",
           "Require 'authorization: Bearer KEY' on the gRPC API and HTTP (except /health, "
-          "/ready and, unless --api-key-metrics, /metrics); empty: open");
+          "/ready and, unless --api-key-metrics, /metrics); empty: open. The coordinator "
+          "presents the same key to its workers and drafts (start them with it)");
 ABSL_FLAG(std::string, api_key_file, "",
           "As --api-key, the key read from this file (surrounding whitespace ignored)");
 ABSL_FLAG(bool, api_key_metrics, false, "--api-key: /metrics requires the key too");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate (chain) of the public ports: gRPC and HTTP speak TLS only (needs "
+          "--tls-key); empty: plaintext");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert (unencrypted)");
 ABSL_FLAG(int64_t, http_max_body_bytes, 4 << 20,
           "Largest HTTP request body accepted (larger: 413)");
 ABSL_FLAG(int64_t, http_max_header_bytes, 16 << 10,
@@ -165,6 +174,7 @@ struct CoordinatorConfig {
   HttpLimits http_limits;
   std::string served_model_name;
   ApiKey api_key;  // required on the gRPC API and HTTP (--api-key / --api-key-file)
+  TlsCredentials tls;  // both public ports (--tls-cert / --tls-key); default plaintext
   bool metrics_need_key = false;
   std::string model_path;  // the tokenizer's GGUF; the model's too with --local
   bool local = false;
@@ -329,11 +339,20 @@ absl::Status ReadHttpFlags(CoordinatorConfig& config) {
   return absl::OkStatus();
 }
 
+// --tls-cert and --tls-key: both or neither, the files read and the key
+// checked against the certificate now, before any model is loaded.
+absl::Status ReadTlsFlags(CoordinatorConfig& config) {
+  ASSIGN_OR_RETURN(config.tls, TlsCredentials::FromFiles(absl::GetFlag(FLAGS_tls_cert),
+                                                         absl::GetFlag(FLAGS_tls_key)));
+  return absl::OkStatus();
+}
+
 // Reads and validates every flag; INVALID_ARGUMENT naming the first bad one.
 absl::StatusOr<CoordinatorConfig> ReadConfig() {
   CoordinatorConfig config;
   RETURN_IF_ERROR(ReadServingFlags(config));
   RETURN_IF_ERROR(ReadHttpFlags(config));
+  RETURN_IF_ERROR(ReadTlsFlags(config));
   RETURN_IF_ERROR(ReadSchedulingFlags(config));
   RETURN_IF_ERROR(ReadSpeculationFlags(config));
   return config;
@@ -393,13 +412,18 @@ absl::StatusOr<WorkerGroupPool::Connected> MakeLocalGroup(
   return WorkerGroupPool::Connected{std::move(group), nullptr};
 }
 
-// Connects a tandem-worker group (the pool's connector).
-absl::StatusOr<WorkerGroupPool::Connected> ConnectRemote(const std::string& address,
-                                                         absl::Duration timeout) {
-  ASSIGN_OR_RETURN(std::unique_ptr<coordinator::GrpcWorkerGroup> group,
-                   coordinator::GrpcWorkerGroup::Connect(address, timeout));
-  coordinator::GrpcWorkerGroup* remote = group.get();
-  return WorkerGroupPool::Connected{std::move(group), remote};
+// The pool's connector: connects a tandem-worker group, presenting `api_key`
+// (the coordinator's own --api-key, if any) on every call to it.
+WorkerGroupPool::Connector RemoteConnector(std::optional<std::string> api_key) {
+  return [api_key](const std::string& address,
+                   absl::Duration timeout) -> absl::StatusOr<WorkerGroupPool::Connected> {
+    coordinator::GrpcWorkerGroupOptions options;
+    options.api_key = api_key;
+    ASSIGN_OR_RETURN(std::unique_ptr<coordinator::GrpcWorkerGroup> group,
+                     coordinator::GrpcWorkerGroup::Connect(address, timeout, options));
+    coordinator::GrpcWorkerGroup* remote = group.get();
+    return WorkerGroupPool::Connected{std::move(group), remote};
+  };
 }
 
 using NamedGroup = std::pair<std::string, WorkerGroupPool::Connected>;
@@ -408,6 +432,7 @@ using NamedGroup = std::pair<std::string, WorkerGroupPool::Connected>;
 // answers (the model's geometry comes from it), within `timeout`. The
 // others are connected by the pool's first Reconcile.
 absl::StatusOr<NamedGroup> ConnectFirst(coordinator::Discovery& discovery,
+                                        const WorkerGroupPool::Connector& connect,
                                         absl::Duration timeout, const std::string& spec) {
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status last = absl::NotFoundError("no address resolved");
@@ -415,7 +440,7 @@ absl::StatusOr<NamedGroup> ConnectFirst(coordinator::Discovery& discovery,
     for (const std::string& address : discovery.Resolve()) {
       absl::Duration left = std::max(deadline - absl::Now(), absl::Milliseconds(100));
       absl::StatusOr<WorkerGroupPool::Connected> c =
-          ConnectRemote(address, std::min(left, absl::Seconds(5)));
+          connect(address, std::min(left, absl::Seconds(5)));
       if (c.ok()) return std::make_pair(address, *std::move(c));
       last = c.status();
     }
@@ -443,7 +468,8 @@ absl::StatusOr<NamedGroup> FirstGroup(const CoordinatorConfig& config, Coordinat
       [&c, interval](const std::vector<std::string>& addresses) {
         c.pool->Reconcile(addresses, std::min(interval, absl::Seconds(2)));
       });
-  return ConnectFirst(*c.worker_discovery, config.connect_timeout, config.worker_spec);
+  return ConnectFirst(*c.worker_discovery, RemoteConnector(config.api_key.key()),
+                      config.connect_timeout, config.worker_spec);
 }
 
 // The deployment's draft pools: one per scheduler thread, from the draft
@@ -489,7 +515,8 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
   router_config.block_size = info.block_size;
   router_config.affinity_max_extra_load = config.affinity_max_extra_load;
   RETURN_IF_ERROR(coordinator::ValidateRouterConfig(router_config));
-  c.drafts = std::make_unique<coordinator::DraftWorkerSet>(c.tok->vocab_size());
+  c.drafts =
+      std::make_unique<coordinator::DraftWorkerSet>(c.tok->vocab_size(), config.api_key.key());
   std::string local_draft_kind;
   ASSIGN_OR_RETURN(DraftPoolMaker deployment_pool,
                    DeploymentDraftPools(config, info, *c.tok, c.drafts.get(), &local_draft_kind));
@@ -502,7 +529,8 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
   c.admission = std::make_unique<coordinator::RequestAdmission>(c.tok.get(), info);
   c.service = std::make_unique<coordinator::InferenceService>(c.admission.get(), config.api_key);
   c.pool = std::make_unique<WorkerGroupPool>(config.scheduler, router_config, c.tok.get(),
-                                             c.admission.get(), ConnectRemote, draft_pools,
+                                             c.admission.get(),
+                                             RemoteConnector(config.api_key.key()), draft_pools,
                                              config.speculation);
   RETURN_IF_ERROR(c.pool->set_migration(config.max_migrations, config.migration_timeout));
   RETURN_IF_ERROR(c.pool->Add(first.first, std::move(first.second)));
@@ -558,12 +586,12 @@ int Serve(const CoordinatorConfig& config, Coordinator& c) {
   if (config.http_port >= 0) {
     absl::StatusOr<std::unique_ptr<HttpServer>> started_http =
         HttpServer::Start(config.host, config.http_port, c.http_api.get(), config.http_limits,
-                          config.http_threads);
+                          config.http_threads, config.tls);
     if (!started_http.ok()) return Fail(started_http.status());
     http = *std::move(started_http);
   }
   absl::StatusOr<GrpcServer> started =
-      StartGrpcServer(config.host, config.port, {c.service.get()}, {kServiceName});
+      StartGrpcServer(config.host, config.port, {c.service.get()}, {kServiceName}, config.tls);
   if (!started.ok()) return Fail(started.status());
   AnnounceListening(kProcess, started->address);
   if (http != nullptr) AnnounceListening(absl::StrCat(kProcess, " HTTP"), http->address());

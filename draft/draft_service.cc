@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "common/grpc_api_key.h"
 #include "common/grpc_status.h"
 #include "protocol/draft_codec.h"
 
@@ -17,6 +18,9 @@ DraftService::DraftService(std::unique_ptr<Proposer> proposer)
 grpc::Status DraftService::Info(grpc::ServerContext* context,
                                 const tandem::v1::DraftInfoRequest* request,
                                 tandem::v1::DraftInfoResponse* response) {
+  if (absl::Status key = CheckCallApiKey(api_key_, *context); !key.ok()) {
+    return ToGrpcStatus(key);
+  }
   response->set_model_name(info_.name);
   response->set_vocab_size(info_.vocab_size);
   response->set_context_length(info_.context_length);
@@ -27,6 +31,9 @@ grpc::Status DraftService::Info(grpc::ServerContext* context,
 grpc::Status DraftService::Propose(grpc::ServerContext* context,
                                    const tandem::v1::ProposeRequest* request,
                                    tandem::v1::ProposeResponse* response) {
+  if (absl::Status key = CheckCallApiKey(api_key_, *context); !key.ok()) {
+    return ToGrpcStatus(key);
+  }
   grpc::Status status = ProposeUncounted(*request, response);
   if (metrics_ != nullptr) {
     const tandem::v1::StepTimings& t = response->timings();
@@ -73,6 +80,9 @@ grpc::Status DraftService::ProposeUncounted(const tandem::v1::ProposeRequest& re
 grpc::Status DraftService::Release(grpc::ServerContext* context,
                                    const tandem::v1::ReleaseRequest* request,
                                    tandem::v1::ReleaseResponse* response) {
+  if (absl::Status key = CheckCallApiKey(api_key_, *context); !key.ok()) {
+    return ToGrpcStatus(key);
+  }
   absl::MutexLock lock(&mutex_);
   for (const tandem::v1::ReleaseSequence& s : request->sequences()) {
     const int32_t length = proposer_->Length(SeqId(s.seq_id()));

@@ -12,9 +12,11 @@
 
 #include <atomic>
 #include <memory>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/api_key.h"
 #include "common/process_metrics.h"
 #include "draft/api/proposer.h"
 #include "tandem/v1/draft.grpc.pb.h"
@@ -35,6 +37,9 @@ class DraftService final : public tandem::v1::Draft::Service {
   // Counts every Propose in `metrics` (may be null; must outlive the
   // service). Call before serving.
   void set_metrics(ProcessMetrics* metrics) { metrics_ = metrics; }
+  // Every RPC requires `key` (--api-key; open by default): UNAUTHENTICATED
+  // otherwise. Call before serving.
+  void set_api_key(ApiKey key) { api_key_ = std::move(key); }
 
   grpc::Status Info(grpc::ServerContext* context, const tandem::v1::DraftInfoRequest* request,
                     tandem::v1::DraftInfoResponse* response) override;
@@ -54,6 +59,7 @@ class DraftService final : public tandem::v1::Draft::Service {
 
   std::atomic<bool> serving_{true};
   ProcessMetrics* metrics_ = nullptr;
+  ApiKey api_key_;
   absl::Mutex mutex_;
   std::unique_ptr<Proposer> proposer_ ABSL_GUARDED_BY(mutex_);
   const ProposerInfo info_;  // for Info, without the mutex

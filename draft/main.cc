@@ -47,6 +47,7 @@
 #include "draft/api/proposer.h"
 #include "draft/proposer_factory.h"
 #include "draft/api/speculative_spec.h"
+#include "common/api_key.h"
 #include "common/process_metrics.h"
 #include "engine/device/device_options.h"
 #include "engine/kv/kv_manager.h"
@@ -59,6 +60,10 @@ ABSL_FLAG(std::string, model, "",
           "GGUF: the draft model (model), the target (layer-skip); optional for ngram (its "
           "vocabulary size and context length are read from it)");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on");
+ABSL_FLAG(std::string, api_key, "",
+          "Require this key (\"authorization: Bearer KEY\") on every Draft call; the "
+          "coordinator sends its own --api-key, so give both the same key");
+ABSL_FLAG(std::string, api_key_file, "", "--api-key read from this file (whitespace trimmed)");
 ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one; the real port is printed)");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus /metrics (and /health) over HTTP on this port (0: the OS picks "
@@ -95,6 +100,7 @@ constexpr absl::Duration kDrainGrace = absl::Seconds(5);
 struct DraftConfig {
   std::string host;
   int32_t port = 0;
+  ApiKey api_key;  // required on Draft calls when set
   std::string precision;  // "fast" or "reference", as given (for the log)
   draft::ProposerOptions proposer;
 };
@@ -156,6 +162,8 @@ absl::StatusOr<DraftConfig> ReadConfig() {
     return absl::InvalidArgumentError(
         absl::StrFormat("--port %d is out of range: must be in [0, 65535]", config.port));
   }
+  ASSIGN_OR_RETURN(config.api_key, ApiKey::FromFlags(absl::GetFlag(FLAGS_api_key),
+                                                     absl::GetFlag(FLAGS_api_key_file)));
   const int32_t block_size = absl::GetFlag(FLAGS_block_size);
   if (block_size < 1 || block_size > kv::kMaxBlockSize) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -200,6 +208,7 @@ int Serve(const DraftConfig& config) {
   draft::DraftService service(*std::move(proposer));
   ProcessMetrics metrics("tandem:draft", ModelNameLabel(config.proposer.target_model_path));
   service.set_metrics(&metrics);
+  service.set_api_key(config.api_key);
   absl::StatusOr<std::unique_ptr<HttpServer>> metrics_server = ServeProcessMetrics(
       &metrics, kProcess, config.host, absl::GetFlag(FLAGS_metrics_port));
   if (!metrics_server.ok()) return Fail(metrics_server.status());

@@ -9,6 +9,7 @@ PACKAGES=(
   libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libopenmpi-dev openmpi-bin libboost-dev libboost-context-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev prometheus-cpp-dev
+  libssl-dev openssl
   clang-14 libclang-rt-14-dev
 )
 

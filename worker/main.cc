@@ -61,12 +61,17 @@
 #include "engine/parallel/mpi_communicator.h"
 #include "worker/tp/mpi_thread_queue.h"
 #include "worker/tp/step_broadcaster.h"
+#include "common/api_key.h"
 #include "common/process_metrics.h"
 #include "worker/worker_service.h"
 
 ABSL_FLAG(std::string, model, "", "Path of the GGUF model");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on");
 ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one; the real port is printed)");
+ABSL_FLAG(std::string, api_key, "",
+          "Require this key (\"authorization: Bearer KEY\") on every TargetWorker and Draft "
+          "call; the coordinator sends its own --api-key, so give both the same key");
+ABSL_FLAG(std::string, api_key_file, "", "--api-key read from this file (whitespace trimmed)");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus /metrics (and /health) over HTTP on this port, rank 0 only (0: the "
           "OS picks one, printed; -1: off)");
@@ -156,6 +161,7 @@ struct WorkerConfig {
   std::string model_path;
   std::string host;
   int32_t port = 0;
+  ApiKey api_key;  // required on TargetWorker and Draft calls when set
   int32_t metrics_port = -1;
   int32_t block_size = 16;
   int32_t kv_blocks = 0;
@@ -191,6 +197,8 @@ absl::StatusOr<WorkerConfig> ReadConfig() {
   config.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   config.block_size = absl::GetFlag(FLAGS_block_size);
   RETURN_IF_ERROR(ValidateServingFlags(config));
+  ASSIGN_OR_RETURN(config.api_key, ApiKey::FromFlags(absl::GetFlag(FLAGS_api_key),
+                                                     absl::GetFlag(FLAGS_api_key_file)));
   const int32_t threads = absl::GetFlag(FLAGS_threads);
   if (threads < 0) {
     return absl::InvalidArgumentError(
@@ -310,6 +318,8 @@ int ServeRankZero(const WorkerConfig& config, const Target& target, parallel::Co
   }
   ProcessMetrics metrics("tandem:worker", ModelNameLabel(config.model_path));
   (*service)->set_metrics(&metrics);
+  (*service)->set_api_key(config.api_key);
+  if (draft_service != nullptr) draft_service->set_api_key(config.api_key);
   absl::StatusOr<std::unique_ptr<HttpServer>> metrics_server =
       ServeProcessMetrics(&metrics, kProcess, config.host, config.metrics_port);
   if (!metrics_server.ok()) return Fail(metrics_server.status());

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "common/grpc_api_key.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "worker/tp/step_broadcaster.h"
@@ -42,6 +43,9 @@ TargetWorkerService::TargetWorkerService(model::ModelRunner* runner,
 grpc::Status TargetWorkerService::Info(grpc::ServerContext* context,
                                        const tandem::v1::WorkerInfoRequest* request,
                                        tandem::v1::WorkerInfoResponse* response) {
+  if (absl::Status key = CheckCallApiKey(api_key_, *context); !key.ok()) {
+    return ToGrpcStatus(key);
+  }
   const model::ModelConfig& mc = runner_->model().config();
   response->set_model_name(mc.name);
   response->set_vocab_size(mc.vocab_size);
@@ -56,6 +60,9 @@ grpc::Status TargetWorkerService::Info(grpc::ServerContext* context,
 grpc::Status TargetWorkerService::Reset(grpc::ServerContext* context,
                                         const tandem::v1::ResetRequest* request,
                                         tandem::v1::ResetResponse* response) {
+  if (absl::Status key = CheckCallApiKey(api_key_, *context); !key.ok()) {
+    return ToGrpcStatus(key);
+  }
   absl::MutexLock lock(&mutex_);
   return OnMpiThread([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return ResetLocked(); });
 }
@@ -93,6 +100,9 @@ grpc::Status TargetWorkerService::ResetLocked() {
 grpc::Status TargetWorkerService::Step(grpc::ServerContext* context,
                                        const tandem::v1::StepRequest* request,
                                        tandem::v1::StepResponse* response) {
+  if (absl::Status key = CheckCallApiKey(api_key_, *context); !key.ok()) {
+    return ToGrpcStatus(key);
+  }
   if (!serving_.load()) return NotServing();
   absl::MutexLock lock(&mutex_);
   grpc::Status status = OnMpiThread(
@@ -147,6 +157,9 @@ grpc::Status TargetWorkerService::StepLocked(const tandem::v1::StepRequest& requ
 grpc::Status TargetWorkerService::Health(grpc::ServerContext* context,
                                          const tandem::v1::HealthRequest* request,
                                          tandem::v1::HealthResponse* response) {
+  if (absl::Status key = CheckCallApiKey(api_key_, *context); !key.ok()) {
+    return ToGrpcStatus(key);
+  }
   response->set_status(serving_.load() && has_executor_.load()
                            ? tandem::v1::WORKER_STATUS_SERVING
                            : tandem::v1::WORKER_STATUS_NOT_SERVING);

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/model/model_runner.h"
 #include "tandem/v1/worker.grpc.pb.h"
+#include "common/api_key.h"
 #include "common/process_metrics.h"
 #include "protocol/step_decoder.h"
 #include "worker/step_executor.h"
@@ -60,6 +61,9 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
   // Counts every Step in `metrics` (may be null; must outlive the service).
   // Call before serving.
   void set_metrics(ProcessMetrics* metrics) { metrics_ = metrics; }
+  // Every RPC requires `key` (--api-key; open by default): UNAUTHENTICATED
+  // otherwise. Call before serving.
+  void set_api_key(ApiKey key) { api_key_ = std::move(key); }
 
   grpc::Status Info(grpc::ServerContext* context, const tandem::v1::WorkerInfoRequest* request,
                     tandem::v1::WorkerInfoResponse* response) override;
@@ -95,6 +99,7 @@ class TargetWorkerService final : public tandem::v1::TargetWorker::Service {
   const protocol::StepDecoderConfig decoder_config_;
   std::atomic<bool> serving_{true};
   ProcessMetrics* metrics_ = nullptr;
+  ApiKey api_key_;
 
   mutable absl::Mutex mutex_;
   std::unique_ptr<protocol::StepDecoder> decoder_ ABSL_GUARDED_BY(mutex_);

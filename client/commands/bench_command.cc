@@ -213,7 +213,7 @@ void RunOpenLoop(const RequestRunner& run, const std::vector<JsonRequest>& reque
 absl::StatusOr<tandem::ModelInfo> GetModelInfo(const BenchOptions& o) {
   const int32_t timeout_s =
       o.timeout_s > 0 ? std::min(o.timeout_s, kModelInfoTimeoutS) : kModelInfoTimeoutS;
-  return NewClient(o.addr, timeout_s)->GetModelInfo();
+  return NewClient(o.addr, timeout_s, o.tls_ca)->GetModelInfo();
 }
 
 std::vector<GroupStepCounters> StepCounters(const tandem::ModelInfo& info) {
@@ -503,7 +503,8 @@ absl::StatusOr<Backend> ConnectTandem(const BenchOptions& o) {
                                                   o.addr, DescribeStatus(info.status())));
   }
   // No retries: the report measures what the server answered.
-  std::shared_ptr<tandem::Client> client = NewClient(o.addr, o.timeout_s, /*retry=*/false);
+  std::shared_ptr<tandem::Client> client =
+      NewClient(o.addr, o.timeout_s, o.tls_ca, /*retry=*/false);
   Backend b;
   b.run = [client](const JsonRequest& r) { return RunGrpcRequest(*client, r); };
   b.vocab_size = info->vocab_size;

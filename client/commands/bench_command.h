@@ -35,6 +35,7 @@ struct LatencySlo {
 struct BenchOptions {
   std::string backend = "tandem";  // tandem (gRPC, --addr) or openai (HTTP, --url)
   std::string addr;               // tandem: the coordinator, HOST:PORT
+  std::string tls_ca;             // tandem: TLS trusting this PEM CA file; "" = plaintext
   std::string url;                // openai: http://HOST:PORT[/v1]
   std::string model;              // openai: the "model" sent; empty = the server's first
   int32_t vocab_size = 0;         // openai, random prompts: ids below it; 0 = 32000

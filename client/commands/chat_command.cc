@@ -31,12 +31,14 @@ bool ServerLost(const absl::Status& status, const tandem::Client& client) {
   return absl::IsUnavailable(status) && !client.IsConnected();
 }
 
-// Asks the coordinator at `addr` for its model at start-up, so that a wrong
+// Asks the coordinator at `o.addr` for its model at start-up, so that a wrong
 // address fails before anything is typed. UNAVAILABLE (or the call's error)
 // when it cannot be reached, FAILED_PRECONDITION when the model has no chat
 // template; the message is the one to print.
-absl::Status CheckChatModel(const std::string& addr) {
-  absl::StatusOr<tandem::ModelInfo> info = NewClient(addr, kModelInfoTimeoutS)->GetModelInfo();
+absl::Status CheckChatModel(const ChatOptions& o) {
+  const std::string& addr = o.addr;
+  absl::StatusOr<tandem::ModelInfo> info =
+      NewClient(addr, kModelInfoTimeoutS, o.tls_ca)->GetModelInfo();
   if (!info.ok()) {
     return absl::UnavailableError(absl::StrFormat("cannot reach the coordinator at %s: %s", addr,
                                                   DescribeStatus(info.status())));
@@ -105,14 +107,14 @@ int ChatCommand(const ChatOptions& o, std::istream& in, bool interactive) {
         "INVALID_ARGUMENT: --n %d: a chat turn has one answer, so --n must be 1", o.params.n));
     return 2;
   }
-  if (absl::Status s = CheckChatModel(o.addr); !s.ok()) {
+  if (absl::Status s = CheckChatModel(o); !s.ok()) {
     Message(std::string(s.message()));
     return 1;
   }
   // The conversation after the system prompt: user and assistant turns
   // alternate, a user turn last while its answer is being generated.
   std::vector<tokenizer::ChatMessage> history;
-  std::unique_ptr<tandem::Client> client = NewClient(o.addr, o.timeout_s);
+  std::unique_ptr<tandem::Client> client = NewClient(o.addr, o.timeout_s, o.tls_ca);
   while (true) {
     if (interactive) std::fputs("> ", stderr);
     std::string line;

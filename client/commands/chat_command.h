@@ -20,6 +20,7 @@ namespace tandem::client {
 
 struct ChatOptions {
   std::string addr = "127.0.0.1:50051";  // the coordinator, HOST:PORT
+  std::string tls_ca;                    // TLS trusting this PEM CA file; "" = plaintext
   std::optional<std::string> system;     // the system prompt, first in every request
   sampling::SamplingParams params;       // for every turn; n must be 1
   int32_t timeout_s = 0;                 // per-turn gRPC deadline; 0 = none

@@ -198,7 +198,7 @@ int GenerateCommand(const GenerateOptions& o) {
   if (absl::Status s = Validate(o); !s.ok()) return Fail(s);
   absl::StatusOr<std::vector<JsonRequest>> requests = ReadRequests(o);
   if (!requests.ok()) return Fail(requests.status());
-  std::unique_ptr<tandem::Client> client = NewClient(o.addr, o.timeout_s);
+  std::unique_ptr<tandem::Client> client = NewClient(o.addr, o.timeout_s, o.tls_ca);
   if (!o.requests_file) return GenerateOne(o, *client, (*requests)[0]);
   return PrintResults(RunAll(o, *client, *requests));
 }

@@ -17,6 +17,7 @@ namespace tandem::client {
 
 struct GenerateOptions {
   std::string addr = "127.0.0.1:50051";  // the coordinator, HOST:PORT
+  std::string tls_ca;  // TLS trusting this PEM CA file; "" = plaintext
   std::optional<std::string> prompt;
   std::optional<std::string> chat;  // one user message, through the chat template
   std::optional<std::vector<int32_t>> prompt_ids;

@@ -56,6 +56,12 @@ absl::Status Validate(const UpOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrFormat("--grace-s %d is out of range: must be >= 1", o.grace_s));
   }
+  // Before any process starts (the coordinator reads and checks the files).
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    return absl::InvalidArgumentError(o.tls_key.empty()
+        ? absl::StrFormat("--tls-cert '%s' needs --tls-key FILE: give both or neither", o.tls_cert)
+        : absl::StrFormat("--tls-key '%s' needs --tls-cert FILE: give both or neither", o.tls_key));
+  }
   return absl::OkStatus();
 }
 
@@ -153,6 +159,7 @@ ServerSpec CoordinatorSpec(const UpOptions& o, const std::string& coordinator_bi
   spec.label = "coordinator";
   spec.server_name = "tandem-coordinator";
   spec.coordinator = true;
+  spec.tls = !o.tls_cert.empty();
   spec.ports = {.grpc = o.port, .http = o.http_port};
   spec.argv = [o, coordinator_bin, workers, draft](const ServerPorts& ports) {
     std::vector<std::string> argv = {coordinator_bin, "--model", o.model, "--worker",
@@ -161,6 +168,9 @@ ServerSpec CoordinatorSpec(const UpOptions& o, const std::string& coordinator_bi
     argv.insert(argv.end(), {"--port", absl::StrFormat("%d", ports.grpc), "--http-port",
                              absl::StrFormat("%d", ports.http), "--num-speculative-tokens",
                              o.num_speculative_tokens});
+    if (!o.tls_cert.empty()) {
+      argv.insert(argv.end(), {"--tls-cert", o.tls_cert, "--tls-key", o.tls_key});
+    }
     argv.insert(argv.end(), o.coordinator_args.begin(), o.coordinator_args.end());
     return argv;
   };
@@ -238,7 +248,8 @@ int UpCommand(const UpOptions& o) {
   }
   std::printf("tandem up: serving on %s\n", address->c_str());
   if (!http_address.empty()) {
-    std::printf("tandem up: OpenAI-compatible HTTP on http://%s/v1\n", http_address.c_str());
+    std::printf("tandem up: OpenAI-compatible HTTP on %s://%s/v1\n",
+                o.tls_cert.empty() ? "http" : "https", http_address.c_str());
   }
   std::fflush(stdout);
   return supervisor.Run(signals);

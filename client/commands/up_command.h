@@ -45,6 +45,10 @@ struct UpOptions {
   std::string num_speculative_tokens = "auto";
   std::vector<std::string> draft_args;        // appended to tandem-draft's flags
   std::vector<std::string> coordinator_args;  // appended to tandem-coordinator's flags
+  // The coordinator's --tls-cert / --tls-key (both or neither): its gRPC and
+  // HTTP ports speak TLS; the workers' stay plaintext on loopback.
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 // Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread (call it before any

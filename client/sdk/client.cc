@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "client/sdk/channel_credentials.h"
 #include "client/sdk/generation_codec.h"
 #include "client/sdk/retry.h"
 #include "client/sdk/stream_call.h"
@@ -28,8 +29,8 @@ ServingStatus ServingStatusFromProto(health_pb::HealthCheckResponse::ServingStat
 }  // namespace
 
 struct Client::Channel {
-  explicit Channel(const std::string& address)
-      : channel(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+  Channel(const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials)
+      : channel(grpc::CreateChannel(address, credentials)),
         inference(v1::Inference::NewStub(channel)),
         health(health_pb::Health::NewStub(channel)) {}
 
@@ -66,10 +67,16 @@ const char* ServingStatusName(ServingStatus status) {
 }
 
 Client::Client(const std::string& address, ClientOptions options)
-    : address_(address),
-      options_(options),
-      options_status_(sdk::CheckApiKey(options.api_key)),
-      channel_(std::make_unique<Channel>(address)) {}
+    : address_(address), options_(std::move(options)) {
+  options_status_ = sdk::CheckApiKey(options_.api_key);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      sdk::MakeChannelCredentials(options_);
+  if (options_status_.ok()) options_status_ = credentials.status();
+  // Unusable options: a plaintext channel that no call ever uses (each
+  // returns options_status_ first); never a fallback to plaintext for TLS.
+  channel_ = std::make_unique<Channel>(
+      address, credentials.ok() ? *credentials : grpc::InsecureChannelCredentials());
+}
 
 Client::~Client() = default;
 

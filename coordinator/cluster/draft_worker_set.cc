@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
+#include "common/grpc_api_key.h"
 #include "common/logging.h"
 
 namespace tandem::coordinator {
@@ -19,6 +20,10 @@ std::chrono::system_clock::time_point DeadlineAfter(absl::Duration d) {
 
 }  // namespace
 
+void DraftWorkerSet::Authorize(grpc::ClientContext& context) const {
+  AttachApiKey(context, api_key_);
+}
+
 absl::StatusOr<std::string> DraftWorkerSet::CheckWorker(Worker& worker,
                                                         absl::Duration timeout) const {
   if (!worker.channel->WaitForConnected(DeadlineAfter(timeout))) {
@@ -27,6 +32,7 @@ absl::StatusOr<std::string> DraftWorkerSet::CheckWorker(Worker& worker,
   }
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(timeout));
+  Authorize(context);
   tandem::v1::DraftInfoRequest request;
   tandem::v1::DraftInfoResponse response;
   grpc::Status status = worker.stub->Info(&context, request, &response);

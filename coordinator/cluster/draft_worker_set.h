@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,8 +34,14 @@ struct DraftWorkerStatusSnapshot {
 
 class DraftWorkerSet {
  public:
-  // Drafts must report `vocab_size` tokens (the target's).
-  explicit DraftWorkerSet(int32_t vocab_size) : vocab_size_(vocab_size) {}
+  // Drafts must report `vocab_size` tokens (the target's). `api_key`, when
+  // set, goes with every call to them (draft workers started with
+  // --api-key).
+  explicit DraftWorkerSet(int32_t vocab_size, std::optional<std::string> api_key = std::nullopt)
+      : vocab_size_(vocab_size), api_key_(std::move(api_key)) {}
+
+  // Adds the API key (if any) to a call's `context` to a draft worker.
+  void Authorize(grpc::ClientContext& context) const;
 
   // Brings the set in line with `addresses`: connects new ones (up to
   // `timeout` each; failures are logged once and retried next call),
@@ -69,6 +76,7 @@ class DraftWorkerSet {
   absl::StatusOr<std::string> CheckWorker(Worker& worker, absl::Duration timeout) const;
 
   const int32_t vocab_size_;
+  const std::optional<std::string> api_key_;
   mutable absl::Mutex mutex_;
   std::vector<std::shared_ptr<Worker>> workers_ ABSL_GUARDED_BY(mutex_);
 };

@@ -93,6 +93,7 @@ std::vector<DraftProposal> GrpcDraftPool::Propose(std::span<const DraftRequest> 
     auto stub = tandem::v1::Draft::NewStub(call.worker->channel);
     grpc::ClientContext context;
     context.set_deadline(DeadlineAfter(timeout_));
+  workers_->Authorize(context);
     tandem::v1::ProposeResponse response;
     grpc::Status status = stub->Propose(&context, call.request, &response);
     if (!status.ok() || response.proposals_size() != static_cast<int>(call.index.size())) {
@@ -127,6 +128,7 @@ bool GrpcDraftPool::Release(SeqId seq, int32_t keep_length) {
   auto stub = tandem::v1::Draft::NewStub(worker.channel);
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(timeout_));
+  workers_->Authorize(context);
   tandem::v1::ReleaseRequest request;
   tandem::v1::ReleaseSequence* s = request.add_sequences();
   s->set_seq_id(WireId(seq));

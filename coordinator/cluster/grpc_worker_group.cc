@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/grpc_api_key.h"
 #include "common/status_macros.h"
 #include "protocol/step_result_codec.h"
 
@@ -63,6 +64,7 @@ absl::Status GrpcWorkerGroup::FetchInfo(absl::Duration timeout, WorkerGroupInfo*
   }
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(options_.control_timeout));
+  AttachApiKey(context, options_.api_key);
   tandem::v1::WorkerInfoRequest request;
   tandem::v1::WorkerInfoResponse response;
   grpc::Status status = stub_->Info(&context, request, &response);
@@ -87,6 +89,7 @@ absl::Status GrpcWorkerGroup::FetchInfo(absl::Duration timeout, WorkerGroupInfo*
 absl::Status GrpcWorkerGroup::CallReset() {
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(options_.control_timeout));
+  AttachApiKey(context, options_.api_key);
   tandem::v1::ResetRequest request;
   tandem::v1::ResetResponse response;
   grpc::Status status = stub_->Reset(&context, request, &response);
@@ -105,6 +108,7 @@ absl::StatusOr<worker::StepResult> GrpcWorkerGroup::Step(const worker::StepPlan&
   ASSIGN_OR_RETURN(tandem::v1::StepRequest request, encoder_.Encode(plan));
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(options_.step_timeout));
+  AttachApiKey(context, options_.api_key);
   tandem::v1::StepResponse response;
   grpc::Status status = stub_->Step(&context, request, &response);
   absl::Status error;

@@ -22,6 +22,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include <optional>
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "protocol/step_encoder.h"
@@ -36,6 +39,8 @@ struct GrpcWorkerGroupOptions {
   absl::Duration step_timeout = absl::Seconds(60);
   // Deadline of Info, Reset and Health.
   absl::Duration control_timeout = absl::Seconds(10);
+  // Sent on every call when set (a worker started with --api-key).
+  std::optional<std::string> api_key;
 };
 
 class GrpcWorkerGroup : public WorkerGroup {

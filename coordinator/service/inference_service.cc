@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/grpc_api_key.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -22,11 +23,7 @@ namespace pb = tandem::v1;
 }  // namespace
 
 absl::Status InferenceService::Authenticate(const grpc::CallbackServerContext& context) const {
-  if (!api_key_.required()) return absl::OkStatus();
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) return api_key_.Check(std::nullopt);
-  return api_key_.Check(std::string_view(it->second.data(), it->second.size()));
+  return CheckCallApiKey(api_key_, context);
 }
 
 absl::StatusOr<std::vector<int32_t>> InferenceService::PromptTokens(

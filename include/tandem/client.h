@@ -52,6 +52,16 @@ struct ClientOptions {
   // ASCII without spaces: another key fails every call with
   // INVALID_ARGUMENT.
   std::string api_key;
+  // TLS, for a coordinator started with --tls-cert / --tls-key: used when
+  // `tls` is true or `tls_ca_file` is set; plaintext otherwise (a TLS
+  // coordinator then refuses every call, UNAVAILABLE). The server's
+  // certificate must chain to the PEM CA certificate(s) in `tls_ca_file`
+  // (for a self-signed certificate: the certificate itself), or to the
+  // system's roots when it is empty, and name the address' host. A file
+  // that cannot be read or holds no PEM certificate fails every call with
+  // NOT_FOUND / INVALID_ARGUMENT naming it.
+  bool tls = false;
+  std::string tls_ca_file;
 };
 
 // grpc.health.v1 serving states.

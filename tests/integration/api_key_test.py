@@ -7,7 +7,13 @@ group's step count does not move); grpc.health.v1 stays open for probes. With
 --api-key-file and --api-key-metrics, /metrics needs the key too. Bad key flags
 fail at start-up naming the problem.
 
-Env: TANDEM_COORDINATOR_BIN, TANDEM_BIN, TANDEM_MODEL.
+Internal ports (InternalApiKeyTest): a tandem-worker (serving Draft beside the
+target with --speculative ngram) started with --api-key refuses TargetWorker
+and Draft calls without the key (UNAUTHENTICATED); a coordinator with the same
+--api-key presents it to the worker and the draft and serves; one without it
+cannot use the worker and fails at start-up naming UNAUTHENTICATED.
+
+Env: TANDEM_COORDINATOR_BIN, TANDEM_WORKER_BIN, TANDEM_BIN, TANDEM_MODEL.
 """
 import os
 import subprocess
@@ -20,10 +26,13 @@ import grpc
 import openai
 import tandem_client
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from tandem.v1 import draft_pb2, draft_pb2_grpc, worker_pb2, worker_pb2_grpc
 
+from grpc_channel import RPC_TIMEOUT, channel
 from server_process import Server
 
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
+WORKER = os.environ["TANDEM_WORKER_BIN"]
 BIN = os.environ["TANDEM_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]
 KEY = "tk-test-5f0c2a9e"
@@ -163,6 +172,59 @@ class ApiKeyFileTest(unittest.TestCase):
                                    capture_output=True, text=True, timeout=120)
                 self.assertNotEqual(p.returncode, 0, flags)
                 self.assertIn(expected, p.stderr, flags)
+
+
+class InternalApiKeyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.worker = Server([WORKER, "--model", MODEL, "--port", "0", "--threads", "1",
+                             "--speculative", "ngram", "--api-key", KEY], "tandem-worker")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.worker.kill()
+
+    def test_worker_and_draft_calls_need_the_key(self):
+        with channel(self.worker.port) as ch:
+            target = worker_pb2_grpc.TargetWorkerStub(ch)
+            draft = draft_pb2_grpc.DraftStub(ch)
+            calls = [lambda md: target.Info(worker_pb2.WorkerInfoRequest(), timeout=RPC_TIMEOUT,
+                                            metadata=md),
+                     lambda md: target.Health(worker_pb2.HealthRequest(), timeout=RPC_TIMEOUT,
+                                              metadata=md),
+                     lambda md: draft.Info(draft_pb2.DraftInfoRequest(), timeout=RPC_TIMEOUT,
+                                           metadata=md)]
+            for call in calls:
+                for md in (None, [("authorization", "Bearer wrong-key")]):
+                    with self.assertRaises(grpc.RpcError) as caught:
+                        call(md)
+                    self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+                call([("authorization", f"Bearer {KEY}")])  # the key opens it
+            # Probes stay open.
+            health = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(),
+                                                          timeout=RPC_TIMEOUT)
+            self.assertEqual(health.status, health_pb2.HealthCheckResponse.SERVING)
+
+    def test_a_coordinator_with_the_key_uses_the_worker_and_its_draft(self):
+        server = Server([COORDINATOR, "--model", MODEL, "--port", "0", "--http-port", "-1",
+                         "--worker", self.worker.address, "--draft", self.worker.address,
+                         "--api-key", KEY], "tandem-coordinator")
+        try:
+            with sdk(server.address, KEY) as c:
+                result = c.generate(PROMPT, max_tokens=8, temperature=0)
+                self.assertEqual(len(result.completions[0].token_ids), 8)
+                info = c.model_info()
+            self.assertTrue(all(g.healthy for g in info.worker_groups))
+            self.assertEqual([d.healthy for d in info.draft_workers], [True])
+        finally:
+            server.kill()
+
+    def test_a_coordinator_without_the_key_cannot_use_the_worker(self):
+        p = subprocess.run([COORDINATOR, "--model", MODEL, "--port", "0", "--http-port", "-1",
+                            "--worker", self.worker.address, "--connect-timeout-s", "3"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("UNAUTHENTICATED", p.stderr)
 
 
 if __name__ == "__main__":

@@ -92,7 +92,13 @@ class HelpTest(unittest.TestCase):
         self.assert_defaults(self.help_flags([TANDEM, "bench"]), {"num-requests": "100"})
         self.assertEqual(set(self.help_flags([TANDEM, "tokenize"])), {"model", "decode"})
         self.assertEqual(set(self.help_flags([TANDEM, "health"])),
-                         {"addr", "service", "timeout-s"})
+                         {"addr", "tls-ca", "service", "timeout-s"})
+        # TLS: the gRPC clients trust a CA; up passes the server's files through.
+        for flags in (generate, chat, self.help_flags([TANDEM, "bench"])):
+            self.assert_defaults(flags, {"tls-ca": '""'})
+        self.assert_defaults(up, {"tls-cert": '""', "tls-key": '""'})
+        self.assertNotIn("tls-ca", up)
+        self.assert_defaults(self.help_flags([COORDINATOR]), {"tls-cert": '""', "tls-key": '""'})
         # Only what each command uses: no engine flags on the gRPC clients,
         # no prompt flags on chat (its messages come from stdin).
         for flag in ("kv-blocks", "threads", "precision", "model"):

@@ -6,10 +6,12 @@
 // coordinator is tests/integration/cpp_sdk_test.py.
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -430,6 +432,36 @@ TEST(SdkClientTest, AKeyGrpcCannotCarryFailsEveryCallWithoutSending) {
     EXPECT_TRUE(absl::IsInvalidArgument(client.Health().status()));
   }
   EXPECT_EQ(server.service.num_calls(), 0);
+}
+
+TEST(SdkClientTest, AnUnusableTlsCaFileFailsEveryCallNamingIt) {
+  ScriptedServer server;
+  const std::string not_pem = ::testing::TempDir() + "/sdk_client_test_not_a_ca.pem";
+  std::ofstream(not_pem) << "not a certificate\n";
+  const std::string missing = ::testing::TempDir() + "/sdk_client_test_missing_ca.pem";
+  for (const auto& [file, code] : {std::pair{missing, absl::StatusCode::kNotFound},
+                                   std::pair{not_pem, absl::StatusCode::kInvalidArgument}}) {
+    ClientOptions options = FastRetries(0);
+    options.tls_ca_file = file;
+    Client client(server.address(), options);
+    for (const absl::Status& s : {client.Tokenize("hi").status(), client.Health().status(),
+                                  client.OpenStream({.prompt = std::string("x")}).status()}) {
+      EXPECT_EQ(s.code(), code) << s;
+      EXPECT_NE(std::string(s.message()).find("'" + file + "'"), std::string::npos) << s;
+    }
+  }
+  // Never a plaintext fallback: nothing reached the server.
+  EXPECT_EQ(server.service.num_calls(), 0);
+  EXPECT_TRUE(server.service.tokenize_requests.empty());
+}
+
+TEST(SdkClientTest, TlsToAPlaintextServerIsUnavailable) {
+  ScriptedServer server;
+  ClientOptions options = FastRetries(0);
+  options.tls = true;  // the system's roots: the handshake fails before any certificate
+  Client client(server.address(), options);
+  EXPECT_TRUE(absl::IsUnavailable(client.Tokenize("hi").status()));
+  EXPECT_TRUE(server.service.tokenize_requests.empty());
 }
 
 TEST(SdkClientTest, TokenizeModelInfoAndHealth) {

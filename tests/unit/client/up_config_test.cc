@@ -22,7 +22,8 @@ TEST(UpConfigTest, EveryKeyIsApplied) {
   ASSERT_TRUE(Apply(R"({"model": "m.gguf", "tp": 3, "replicas": 2, "port": 5000, "bin_dir": "/b",
                         "mpirun": "mpiexec", "grace_s": 4, "draft_model": "d.gguf",
                         "worker_args": ["--threads=1", "--kv-blocks=64"],
-                        "draft_args": ["--threads=2"], "coordinator_args": []})",
+                        "draft_args": ["--threads=2"], "coordinator_args": [],
+                        "tls_cert": "c.pem", "tls_key": "k.pem"})",
                     &o)
                   .ok());
   EXPECT_EQ(o.model, "m.gguf");
@@ -37,6 +38,8 @@ TEST(UpConfigTest, EveryKeyIsApplied) {
   EXPECT_EQ(o.worker_args, (std::vector<std::string>{"--threads=1", "--kv-blocks=64"}));
   EXPECT_EQ(o.draft_args, std::vector<std::string>{"--threads=2"});
   EXPECT_TRUE(o.coordinator_args.empty());
+  EXPECT_EQ(o.tls_cert, "c.pem");
+  EXPECT_EQ(o.tls_key, "k.pem");
 }
 
 TEST(UpConfigTest, KeysLeftOutKeepTheirValues) {
@@ -130,6 +133,7 @@ TEST(UpConfigTest, FlagsMapToTheirKeys) {
   EXPECT_EQ(UpConfigKeyOfFlag("coordinator_arg"), "coordinator_args");
   EXPECT_EQ(UpConfigKeyOfFlag("draft_model"), "draft_model");
   EXPECT_EQ(UpConfigKeyOfFlag("no_draft"), "draft_model");
+  EXPECT_EQ(UpConfigKeyOfFlag("tls_cert"), "tls_cert");
   EXPECT_EQ(UpConfigKeyOfFlag("temperature"), "");
   EXPECT_EQ(UpConfigKeyOfFlag("config"), "");
   EXPECT_EQ(UpConfigKeyOfFlag(""), "");

@@ -5,7 +5,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tandem_client import _convert, errors, types
+from tandem_client import _convert, _tls, errors, types
 from tandem_client.client import DEFAULT_TIMEOUT, Backoff
 from tandem_client.stream import AsyncStream
 from tandem_client.v1 import inference_pb2, inference_pb2_grpc
@@ -13,13 +13,19 @@ from tandem_client.v1 import inference_pb2, inference_pb2_grpc
 
 class AsyncClient:
     """Client's API as coroutines (stream: an async iterator), with the same
-    timeout, retry and error rules. Create it inside a running event loop;
+    timeout, retry, API-key and TLS rules. Create it inside a running event loop;
     `async with` closes it."""
 
     def __init__(self, address: str, *, timeout: Optional[float] = DEFAULT_TIMEOUT,
                  backoff: Optional[Backoff] = None, options=None,
-                 api_key: Optional[str] = None):
-        self._channel = grpc.aio.insecure_channel(address, options=list(options or []))
+                 api_key: Optional[str] = None, tls: bool = False,
+                 tls_ca: Optional[str] = None):
+        credentials = _tls.channel_credentials(tls, tls_ca)
+        if credentials is None:
+            self._channel = grpc.aio.insecure_channel(address, options=list(options or []))
+        else:
+            self._channel = grpc.aio.secure_channel(address, credentials,
+                                                    options=list(options or []))
         self._stub = inference_pb2_grpc.InferenceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.timeout = timeout

@@ -5,7 +5,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tandem_client import _convert, errors, types
+from tandem_client import _convert, _tls, errors, types
 from tandem_client.stream import Stream
 from tandem_client.v1 import inference_pb2, inference_pb2_grpc
 
@@ -38,14 +38,24 @@ class Client:
     (never after: a stream that already yielded tokens raises). Errors are
     tandem_client.errors exceptions. `api_key` (tandem-coordinator --api-key)
     is sent as "authorization: Bearer KEY" with every call; a wrong or missing
-    one raises TandemError with code UNAUTHENTICATED. Usable as a context
+    one raises TandemError with code UNAUTHENTICATED. `tls_ca` (a PEM CA
+    certificate file; for a self-signed server certificate, that certificate)
+    connects with TLS to a coordinator started with --tls-cert/--tls-key,
+    checking its certificate against that CA; `tls=True` without `tls_ca`
+    trusts the system's roots. Plaintext by default. Usable as a context
     manager; thread-safe.
     """
 
     def __init__(self, address: str, *, timeout: Optional[float] = DEFAULT_TIMEOUT,
                  backoff: Optional[Backoff] = None, options=None,
-                 api_key: Optional[str] = None):
-        self._channel = grpc.insecure_channel(address, options=list(options or []))
+                 api_key: Optional[str] = None, tls: bool = False,
+                 tls_ca: Optional[str] = None):
+        credentials = _tls.channel_credentials(tls, tls_ca)
+        if credentials is None:
+            self._channel = grpc.insecure_channel(address, options=list(options or []))
+        else:
+            self._channel = grpc.secure_channel(address, credentials,
+                                                options=list(options or []))
         self._stub = inference_pb2_grpc.InferenceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.timeout = timeout
