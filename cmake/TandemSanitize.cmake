@@ -1,8 +1,8 @@
 # TANDEM_SANITIZE=thread|address: a sanitizer build (whole build directory).
 # `thread` is ThreadSanitizer; `address` is AddressSanitizer with
 # UndefinedBehaviorSanitizer, both stopping at the first report.
-# scripts/test-cuda-emulation-sanitizers.sh configures build-tsan/ and
-# build-asan/ this way and builds only the CUDA emulation's tests there.
+# scripts/test-sanitizers.sh configures build-tsan/ and build-asan/ this way
+# and builds there only the targets each job runs.
 set(TANDEM_SANITIZE "" CACHE STRING "Sanitizer build: thread, address (ASan + UBSan), or empty")
 set_property(CACHE TANDEM_SANITIZE PROPERTY STRINGS "" thread address)
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds, fetches the default model and runs every test (CTest: unit,
-# integration, bounded fuzzing), then the CUDA emulation's tests under TSan and
-# ASan + UBSan (their own build dirs). This is what .ci/run runs. CTest itself sets
+# integration, bounded fuzzing), then the sanitizer jobs (scripts/test-sanitizers.sh:
+# unit tests and a cluster test under ASan + UBSan, the concurrency and CUDA
+# emulation tests under TSan; their own build dirs). This is what .ci/run runs. CTest itself sets
 # up the integration tests' Python (.venv-test/, scripts/setup-test-venv.sh)
 # and their gRPC stubs (build/python/) first: see tests/integration/.
 set -euo pipefail
@@ -10,4 +11,4 @@ cd "$root"
 bash scripts/build.sh
 bash scripts/fetch-model.sh >/dev/null
 ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900
-bash scripts/test-cuda-emulation-sanitizers.sh
+bash scripts/test-sanitizers.sh

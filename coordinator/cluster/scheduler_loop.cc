@@ -8,7 +8,7 @@ namespace tandem::coordinator {
 SchedulerLoop::SchedulerLoop(Scheduler* scheduler, GrpcWorkerGroup* remote,
                              const SchedulerLoopOptions& options)
     : scheduler_(scheduler), remote_(remote), options_(options) {
-  scheduler_->set_evict_on_failure(options_.migrator != nullptr && options_.max_migrations > 0);
+  scheduler_->set_evict_on_failure(migrating_);
   Publish();
   thread_ = std::thread([this] { Run(); });
 }
@@ -79,12 +79,12 @@ void SchedulerLoop::TryReconnect() {
 bool SchedulerLoop::PlaceOrFinish(Held& held) {
   MigratingRequest& m = held.request;
   const int64_t id = m.id().value();
-  if (m.num_migrations() >= options_.max_migrations) {
+  if (m.num_strikes() > options_.max_migrations) {
     num_migration_failures_.fetch_add(1);
     absl::Status error = absl::UnavailableError(absl::StrFormat(
-        "request %d failed on its worker group after %d migrations (the limit, "
-        "--max-migrations): %s",
-        id, options_.max_migrations, m.cause().message()));
+        "request %d: %d worker groups failed while it ran there with no token generated in "
+        "between, more than --max-migrations %d allows: %s",
+        id, m.num_strikes(), options_.max_migrations, m.cause().message()));
     scheduler_->Finish(std::move(m), FinishReason::kError, error);
     return true;
   }
@@ -151,6 +151,14 @@ bool SchedulerLoop::WaitForWork() {
 void SchedulerLoop::Run() {
   while (WaitForWork()) {
     while (scheduler_->HasWork()) {
+      if (migrating_ && remote_ != nullptr && remote_->broken()) {
+        // Nothing can run here: everything else moves on, uncharged.
+        scheduler_->EvictAll(absl::UnavailableError(
+            absl::StrFormat("worker group at %s is down", remote_->address())));
+        MigrateEvicted();
+        Publish();
+        break;
+      }
       absl::StatusOr<bool> stepped = scheduler_->Step();
       if (!stepped.ok()) {
         // The scheduler already failed or evicted the step's requests.

@@ -12,12 +12,14 @@
 // scheduler's KV bookkeeping is reset and the loop is healthy again.
 //
 // Migration: with a RequestMigrator and max_migrations > 0, the scheduler
-// evicts a failed step's requests instead of failing them and the loop hands
-// each to the migrator (another healthy group, or this one once it has
-// reconnected). A request no group takes within `migration_timeout`, or one
-// evicted after max_migrations moves, fails with UNAVAILABLE naming the
-// cause; one whose client cancelled meanwhile ends as cancelled. Until then
-// the loop holds it (and counts it in load()), retrying every 20 ms.
+// evicts a failed step's requests instead of failing them (each is charged a
+// strike, MigratingRequest::num_strikes), then, while the group is broken,
+// every other request it holds (uncharged), and the loop hands each to the
+// migrator (another healthy group, or this one once it has reconnected). A
+// request no group takes within `migration_timeout`, or one with more than
+// max_migrations strikes, fails with UNAVAILABLE naming the cause; one whose
+// client cancelled meanwhile ends as cancelled. Until then the loop holds it
+// (and counts it in load()), retrying every 20 ms.
 //
 // Thread-safety: Submit, Cancel, Shutdown, load and healthy may be called from
 // any thread.
@@ -43,8 +45,9 @@ struct SchedulerLoopOptions {
   absl::Duration reconnect_interval = absl::Seconds(1);
   // How long one attempt waits for the worker's channel.
   absl::Duration reconnect_timeout = absl::Milliseconds(500);
-  // Request migration (off without a migrator or with max_migrations 0).
-  // `migrator` is not owned and must outlive the loop.
+  // Request migration (off without a migrator or with max_migrations 0):
+  // max_migrations bounds a request's strikes, not its moves. `migrator` is
+  // not owned and must outlive the loop.
   RequestMigrator* migrator = nullptr;
   int32_t max_migrations = 0;
   absl::Duration migration_timeout = absl::Seconds(1);
@@ -119,6 +122,7 @@ class SchedulerLoop {
   Scheduler* scheduler_;
   GrpcWorkerGroup* remote_;
   const SchedulerLoopOptions options_;
+  const bool migrating_ = options_.migrator != nullptr && options_.max_migrations > 0;
   std::atomic<bool> healthy_{true};
   std::atomic<int64_t> num_reconnects_{0};
   std::atomic<int64_t> num_held_{0};

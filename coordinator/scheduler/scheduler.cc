@@ -276,7 +276,7 @@ void Scheduler::FailStep(const ScheduledStep& step, const absl::Status& status) 
   }
   for (RequestState* r : failed) {
     if (evict_on_failure_) {
-      Evict(r, error);
+      Evict(r, error, /*charged=*/true);
     } else {
       FailRequest(r, error);
     }

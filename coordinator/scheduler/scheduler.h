@@ -119,6 +119,9 @@ class Scheduler {
   void set_evict_on_failure(bool on) { evict_on_failure_ = on; }
   // The requests evicted since the last call (scheduler thread).
   std::vector<MigratingRequest> TakeEvicted();
+  // Evicts every request queued or running here (for TakeEvicted) without
+  // charging them a strike: the group is down, nothing ran. Scheduler thread.
+  void EvictAll(const absl::Status& cause);
   // Takes over a request another scheduler evicted: at the next step its
   // live sequences queue to recompute prompt + generated tokens (the prefix
   // cache shares what it can) and go on sampling at the same RNG position,
@@ -181,14 +184,19 @@ class Scheduler {
   void FinishSequence(Sequence* seq, FinishReason reason);
   void FailRequest(RequestState* request, const absl::Status& status);
   // Takes `request` out of this scheduler into evicted_: its sequences leave
-  // the cache and the queues (DetachSequence), `cause` is kept.
-  void Evict(RequestState* request, const absl::Status& cause);
+  // the cache and the queues (DetachSequence), `cause` is kept. `charged`:
+  // it ran in the step that failed, which counts a strike against it unless
+  // it generated tokens since its last one.
+  void Evict(RequestState* request, const absl::Status& cause, bool charged);
   // Releases the sequence's blocks and draft and takes it out of every
   // queue; a running sequence is left kWaiting (the caller decides what
   // follows).
   void DetachSequence(Sequence* seq);
   // The request's live sequences: fork parent, completions, beams.
   static std::vector<Sequence*> LiveSequences(RequestState* request);
+  // Grows with every token the request generates (completions' tokens and
+  // the beams' lengths): its progress between two evictions.
+  static int64_t TokensGenerated(const RequestState* request);
   // Files an evicted request back in (DrainInbox): its waiting sequences
   // queue with a fresh draft state.
   void Adopt(std::unique_ptr<RequestState> request);
@@ -349,6 +357,11 @@ class MigratingRequest {
   std::span<const int32_t> prompt_tokens() const;
   // Times the request was resumed on a scheduler after an eviction.
   int32_t num_migrations() const;
+  // Failed steps it ran in without generating a token in between: what
+  // --max-migrations bounds (a request that breaks every group it runs on
+  // is stopped; one that progresses across unrelated failures, or that only
+  // waited on a group that went down, is not).
+  int32_t num_strikes() const;
   // The failure that evicted it last.
   const absl::Status& cause() const;
 

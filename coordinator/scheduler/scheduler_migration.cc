@@ -26,7 +26,18 @@ std::span<const int32_t> MigratingRequest::prompt_tokens() const {
   return state_->request.prompt_tokens;
 }
 int32_t MigratingRequest::num_migrations() const { return state_->num_migrations; }
+int32_t MigratingRequest::num_strikes() const { return state_->num_strikes; }
 const absl::Status& MigratingRequest::cause() const { return state_->eviction_cause; }
+
+int64_t Scheduler::TokensGenerated(const RequestState* r) {
+  int64_t tokens = 0;
+  for (const auto& c : r->completions) {
+    tokens += static_cast<int64_t>(c->completion.token_ids.size());
+  }
+  // Every beam step lengthens each of the num_beams running beams.
+  for (const auto& b : r->beams) tokens += static_cast<int64_t>(b->tokens.size());
+  return tokens;
+}
 
 std::vector<Scheduler::Sequence*> Scheduler::LiveSequences(RequestState* r) {
   std::vector<Sequence*> out;
@@ -40,11 +51,17 @@ std::vector<Scheduler::Sequence*> Scheduler::LiveSequences(RequestState* r) {
   return out;
 }
 
-void Scheduler::Evict(RequestState* r, const absl::Status& cause) {
+void Scheduler::Evict(RequestState* r, const absl::Status& cause, bool charged) {
   for (Sequence* seq : LiveSequences(r)) {
     DetachSequence(seq);
     seq->num_computed = 0;
     seq->scheduled = 0;
+  }
+  if (charged) {
+    // Progress since the last strike clears the earlier ones.
+    const int64_t tokens = TokensGenerated(r);
+    r->num_strikes = tokens > r->tokens_at_strike ? 1 : r->num_strikes + 1;
+    r->tokens_at_strike = tokens;
   }
   r->eviction_cause = cause;
   auto it = requests_.find(r->request.id);
@@ -57,6 +74,17 @@ void Scheduler::Evict(RequestState* r, const absl::Status& cause) {
 }
 
 std::vector<MigratingRequest> Scheduler::TakeEvicted() { return std::exchange(evicted_, {}); }
+
+void Scheduler::EvictAll(const absl::Status& cause) {
+  DrainInbox();
+  std::vector<RequestState*> all;
+  for (auto& [id, r] : requests_) {
+    if (!r->done) all.push_back(r.get());
+  }
+  for (RequestState* r : all) Evict(r, cause, /*charged=*/false);
+  retired_.clear();
+  EraseDoneRequests();
+}
 
 void Scheduler::Resume(MigratingRequest request) {
   CHECK(request.state_ != nullptr, "Resume of an empty MigratingRequest");

@@ -114,10 +114,13 @@ struct Scheduler::RequestState {
   bool prompt_logprobs_sent = false;
   bool done = false;
   absl::Status status;  // why the request failed; OK otherwise
-  // Migration: times resumed on a scheduler after an eviction, and the
-  // failure that evicted it last.
+  // Migration: times resumed on a scheduler after an eviction, the failure
+  // that evicted it last, and its strikes (MigratingRequest::num_strikes)
+  // with the tokens it held at the last one.
   int32_t num_migrations = 0;
   absl::Status eviction_cause;
+  int32_t num_strikes = 0;
+  int64_t tokens_at_strike = 0;
 };
 
 // One step as Schedule() built it: the plan for the worker group and the

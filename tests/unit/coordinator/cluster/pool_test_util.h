@@ -1,7 +1,7 @@
 // Test helpers for WorkerGroupPool and its scheduler loops: replicas that own
 // their model (so several run at once, one per scheduler thread), a group
-// that fails chosen steps, and an observer that collects finished requests
-// from the scheduler threads.
+// that fails chosen steps, a fixture with the tokenizer, and an observer that
+// collects finished requests from the scheduler threads.
 #ifndef TANDEM_TESTS_UNIT_COORDINATOR_CLUSTER_POOL_TEST_UTIL_H_
 #define TANDEM_TESTS_UNIT_COORDINATOR_CLUSTER_POOL_TEST_UTIL_H_
 
@@ -15,7 +15,11 @@
 #include "coordinator/cluster/local_worker_group.h"
 #include "coordinator/scheduler/request.h"
 #include "coordinator/scheduler/worker_group.h"
+#include "engine/gguf/gguf_file.h"
 #include "engine/model/model.h"
+#include "engine/tokenizer/bpe_tokenizer.h"
+#include "engine/tokenizer/vocab.h"
+#include "gtest/gtest.h"
 #include "tests/unit/engine/model/model_test_util.h"
 
 namespace tandem::coordinator {
@@ -67,6 +71,22 @@ class FailingGroup : public WorkerGroup {
   int steps_ = 0;
 };
 
+// A fixture holding the default model's tokenizer (what a pool's schedulers
+// detokenize with), loaded once per suite.
+class PoolTokenizerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto file = gguf::GgufFile::Open(testing::DefaultModelPath());
+    ASSERT_TRUE(file.ok()) << file.status();
+    auto vocab = tokenizer::LoadVocabFromGguf(**file);
+    ASSERT_TRUE(vocab.ok()) << vocab.status();
+    tokenizer_ = tokenizer::Tokenizer::Create(*vocab)->release();
+  }
+  static void TearDownTestSuite() { delete tokenizer_; }
+
+  static inline tokenizer::Tokenizer* tokenizer_ = nullptr;
+};
+
 // Collects finished requests from the scheduler threads.
 class Finished : public RequestObserver {
  public:
@@ -75,8 +95,9 @@ class Finished : public RequestObserver {
     absl::MutexLock lock(&mutex_);
     outputs_[o.id.value()] = o;
   }
-  // Waits (bounded) until request `id` finished; false on timeout.
-  bool Wait(int64_t id, absl::Duration timeout = absl::Seconds(60)) {
+  // Waits (bounded) until request `id` finished; false on timeout (generous:
+  // the sanitizer builds run these tests many times slower).
+  bool Wait(int64_t id, absl::Duration timeout = absl::Minutes(5)) {
     absl::MutexLock lock(&mutex_);
     auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return outputs_.contains(id); };
     return mutex_.AwaitWithTimeout(absl::Condition(&done), timeout);

@@ -16,17 +16,8 @@
 namespace tandem::coordinator {
 namespace {
 
-class WorkerGroupPoolTest : public ::testing::Test {
+class WorkerGroupPoolTest : public PoolTokenizerTest {
  protected:
-  static void SetUpTestSuite() {
-    auto file = gguf::GgufFile::Open(testing::DefaultModelPath());
-    ASSERT_TRUE(file.ok()) << file.status();
-    auto vocab = tokenizer::LoadVocabFromGguf(**file);
-    ASSERT_TRUE(vocab.ok()) << vocab.status();
-    tokenizer_ = tokenizer::Tokenizer::Create(*vocab)->release();
-  }
-  static void TearDownTestSuite() { delete tokenizer_; }
-
   // A pool whose connector makes a replica for any address except those in
   // `unreachable_` (UNAVAILABLE) and "odd-block" (block size 8: a different
   // geometry). Counts connect attempts per address.
@@ -62,7 +53,6 @@ class WorkerGroupPoolTest : public ::testing::Test {
     return names;
   }
 
-  static inline tokenizer::Tokenizer* tokenizer_ = nullptr;
   Finished finished_;
   std::map<std::string, int> connects_;
   std::set<std::string> unreachable_;

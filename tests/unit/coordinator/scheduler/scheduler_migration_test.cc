@@ -4,6 +4,7 @@
 // sampling, n = 2, beam search, logprobs and speculative decoding end with
 // exactly the outputs of an unfailed run, the streamed text equals the final
 // text (nothing repeated or lost), and no KV block leaks on either side.
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -33,20 +34,21 @@ class Client : public RequestObserver {
   std::map<int64_t, RequestOutput> outputs;
 };
 
-// Fails its `fail_at`-th Step (1-based) as a lost worker would; the others
-// run on `inner`.
+// Fails the Steps `fails(n)` picks (n from 1) as a lost worker would; the
+// others run on `inner`.
 class FlakyGroup : public WorkerGroup {
  public:
-  FlakyGroup(WorkerGroup* inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
+  FlakyGroup(WorkerGroup* inner, std::function<bool(int)> fails)
+      : inner_(inner), fails_(std::move(fails)) {}
   const WorkerGroupInfo& info() const override { return inner_->info(); }
   absl::StatusOr<worker::StepResult> Step(const worker::StepPlan& plan) override {
-    if (++steps_ == fail_at_) return absl::UnavailableError("injected: the worker is gone");
+    if (fails_(++steps_)) return absl::UnavailableError("injected: the worker is gone");
     return inner_->Step(plan);
   }
 
  private:
   WorkerGroup* inner_;
-  int fail_at_;
+  std::function<bool(int)> fails_;
   int steps_ = 0;
 };
 
@@ -62,7 +64,7 @@ struct Replica {
     auto created = LocalWorkerGroup::Create(model, ec);
     CHECK(created.ok(), "%s", created.status().ToString());
     local = *std::move(created);
-    flaky = std::make_unique<FlakyGroup>(local.get(), fail_at);
+    flaky = std::make_unique<FlakyGroup>(local.get(), [fail_at](int n) { return n == fail_at; });
     scheduler = std::make_unique<Scheduler>(SchedulerConfig{}, flaky.get(), tok, client);
     scheduler->set_evict_on_failure(true);
     if (speculate) {
@@ -247,6 +249,45 @@ TEST_F(SchedulerMigrationTest, FinishEndsAnEvictedRequestWithItsStatusAndText) {
   EXPECT_EQ(got.outputs.at(2).completions[0].finish_reason, FinishReason::kCancelled);
   EXPECT_EQ(a.scheduler->load(), 0);
   EXPECT_FALSE(a.scheduler->HasWork());
+}
+
+TEST_F(SchedulerMigrationTest, StrikesCountFailuresWithoutProgressOnly) {
+  // Steps 3 and 8 fail with tokens generated in between, then 10 and 11 with
+  // none: strikes 1, 1, 2... The request resumes where it was each time.
+  Client got;
+  Replica a(model_, tokenizer_, &got, /*fail_at=*/-1, /*speculate=*/false);
+  a.flaky = std::make_unique<FlakyGroup>(
+      a.local.get(), [](int n) { return n == 3 || n == 8 || n == 10 || n == 11; });
+  a.scheduler = std::make_unique<Scheduler>(SchedulerConfig{}, a.flaky.get(), tokenizer_, &got);
+  a.scheduler->set_evict_on_failure(true);
+  ASSERT_TRUE(a.scheduler->Submit(Request(1, "The capital of France is", 24)).ok());
+  std::vector<int32_t> strikes;
+  for (int i = 0; i < 200 && a.scheduler->HasWork(); ++i) {
+    (void)a.scheduler->Step();
+    for (MigratingRequest& m : a.scheduler->TakeEvicted()) {
+      strikes.push_back(m.num_strikes());
+      a.scheduler->Resume(std::move(m));
+    }
+  }
+  EXPECT_EQ(strikes, (std::vector<int32_t>{1, 1, 1, 2}));
+  ASSERT_EQ(got.outputs.size(), 1u);
+  EXPECT_EQ(got.outputs.at(1).num_migrations, 4);
+  EXPECT_EQ(got.outputs.at(1).completions[0].token_ids.size(), 24u);
+}
+
+TEST_F(SchedulerMigrationTest, EvictAllMovesEveryRequestUncharged) {
+  Client got;
+  Replica a(model_, tokenizer_, &got, /*fail_at=*/-1, /*speculate=*/false);
+  ASSERT_TRUE(a.scheduler->Submit(Request(1, "The capital of France is", 24)).ok());
+  ASSERT_TRUE(a.scheduler->Step().ok());  // request 1 runs; request 2 is still queued
+  ASSERT_TRUE(a.scheduler->Submit(Request(2, "Once upon a time", 24)).ok());
+  a.scheduler->EvictAll(absl::UnavailableError("the group is down"));
+  std::vector<MigratingRequest> evicted = a.scheduler->TakeEvicted();
+  ASSERT_EQ(evicted.size(), 2u);
+  for (const MigratingRequest& m : evicted) EXPECT_EQ(m.num_strikes(), 0);
+  EXPECT_FALSE(a.scheduler->HasWork());
+  EXPECT_EQ(a.scheduler->load(), 0);
+  EXPECT_EQ(a.scheduler->kv_stats().num_blocks_used, 0);
 }
 
 }  // namespace

@@ -163,7 +163,7 @@ __global__ void OverrunKernel(int* out, int n) { out[n + threadIdx.x] = 1; }
 
 TEST(RuntimeApiDeathTest, KernelOverrunningAnAllocationIsCaughtUnderAsan) {
 #ifndef TANDEM_CUDA_EMU_ASAN
-  GTEST_SKIP() << "needs the ASan build (scripts/test-cuda-emulation-sanitizers.sh)";
+  GTEST_SKIP() << "needs the ASan build (scripts/test-sanitizers.sh)";
 #endif
   auto run = [] {
     int* out = nullptr;

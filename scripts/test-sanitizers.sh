@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The sanitizer jobs of CI, each in its own build dir with only the targets it
+# runs (a sanitizer build of the whole tree would double CI's build time):
+#
+#   address  build-asan/: AddressSanitizer + UndefinedBehaviorSanitizer (leaks
+#            on) over every unit test (CTest label unit), the CUDA emulation's
+#            tests (cuda_emulation) and one cluster integration test with real
+#            processes (migration_integration_test: a coordinator, two workers,
+#            64 mixed streams, a SIGKILL). The --device cuda model tests
+#            (cuda_device: whole models through the emulator, minutes even
+#            unsanitized) run in the main build only.
+#   thread   build-tsan/: ThreadSanitizer over the concurrency tests (label
+#            tsan: scheduler, scheduler loops and request migration, the
+#            worker-group pool, the service's request stream, the thread pool,
+#            the thread communicator) and the CUDA emulation's tests. In the
+#            emulation each CUDA thread is a TSan fiber and only barriers
+#            order them, so a missing barrier is reported as a data race; the
+#            cuda_emulation_tsan_* tests check that it is.
+#
+# Both compile at -O1 with line tables only (-g1): reports keep file:line and
+# the builds stay cheap. Suppressions: none.
+#
+#   scripts/test-sanitizers.sh [thread|address]...   (default: both)
+# Env: JOBS (default: nproc).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+jobs="${JOBS:-$(nproc)}"
+sanitizers=("$@")
+if [ ${#sanitizers[@]} -eq 0 ]; then sanitizers=(thread address); fi
+
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+
+for sanitizer in "${sanitizers[@]}"; do
+  case "$sanitizer" in
+    thread)
+      dir=build-tsan
+      targets=(cuda_emulation_tests tsan_tests)
+      labels='^(tsan|cuda_emulation)$'
+      extra=() ;;
+    address)
+      dir=build-asan
+      targets=(cuda_emulation_tests unit_tests tandem-coordinator tandem-worker tandem)
+      labels='^(unit|cuda_emulation)$'
+      extra=(migration_integration_test) ;;
+    *) echo "unknown sanitizer '$sanitizer': expected thread or address" >&2; exit 2 ;;
+  esac
+  echo "== tests under -fsanitize=$sanitizer ($dir/: ${targets[*]})"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DTANDEM_SANITIZE="$sanitizer" \
+    -DTANDEM_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
+  cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
+  # halt_on_error: the first report fails the test that caused it, except in
+  # check_tsan_race.sh, which wants the whole report.
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+  export ASAN_OPTIONS="detect_leaks=1"
+  export UBSAN_OPTIONS="print_stacktrace=1"
+  ctest --test-dir "$dir" -L "$labels" --output-on-failure -j "$jobs" --timeout 900
+  for test in "${extra[@]}"; do
+    ctest --test-dir "$dir" -R "^${test}\$" --output-on-failure --timeout 900
+  done
+done
