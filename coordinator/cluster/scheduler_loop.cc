@@ -32,8 +32,16 @@ void SchedulerLoop::Resume(MigratingRequest request) {
 }
 
 SchedulerLoop::Snapshot SchedulerLoop::snapshot() const {
-  absl::MutexLock lock(&snapshot_mutex_);
-  return snapshot_;
+  Snapshot snapshot;
+  {
+    absl::MutexLock lock(&snapshot_mutex_);
+    snapshot = snapshot_;
+  }
+  // Live, not as of the last step: a failure is counted before its request
+  // is reported finished.
+  snapshot.num_migrations = num_migrations_.load();
+  snapshot.num_migration_failures = num_migration_failures_.load();
+  return snapshot;
 }
 
 void SchedulerLoop::Publish() {

@@ -84,7 +84,8 @@ class SchedulerLoop {
   // Successful reconnects so far.
   int64_t num_reconnects() const { return num_reconnects_.load(); }
   // The scheduler's counters and KV occupancy as of the last step (a copy
-  // the scheduler thread publishes after every step).
+  // the scheduler thread publishes after every step); the migration counters
+  // are live.
   struct Snapshot {
     SchedulerStats scheduler;
     kv::KvStats kv;
