@@ -45,12 +45,9 @@ SchedulerLoop::Snapshot SchedulerLoop::snapshot() const {
 }
 
 void SchedulerLoop::Publish() {
-  Snapshot snapshot{scheduler_->stats(),
-                    scheduler_->kv_stats(),
-                    scheduler_->NumRequestsRunning(),
-                    scheduler_->NumRequestsWaiting(),
-                    num_migrations_.load(),
-                    num_migration_failures_.load()};
+  // The migration counters are read live by snapshot().
+  Snapshot snapshot{scheduler_->stats(), scheduler_->kv_stats(),
+                    scheduler_->NumRequestsRunning(), scheduler_->NumRequestsWaiting()};
   absl::MutexLock lock(&snapshot_mutex_);
   snapshot_ = snapshot;
 }

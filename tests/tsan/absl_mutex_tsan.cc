@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "absl/base/options.h"
 #include "absl/synchronization/mutex.h"
@@ -48,6 +49,26 @@ void* Real(const char* rest) {
 template <typename Fn>
 Fn RealFn(const char* rest) {
   return reinterpret_cast<Fn>(Real(rest));
+}
+
+// Runs `call` (the library's LockWhen / Await*, which evaluate conditions
+// inside, unseen) with reads ignored; `held`: the caller holds `mu` and the
+// call may release it, so the caller's critical section so far is released
+// first. Returns with `mu` acquired.
+template <typename Call>
+auto AroundCondition(void* mu, bool held, Call call) {
+  if (held) __tsan_release(mu);
+  AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+  if constexpr (std::is_void_v<decltype(call())>) {
+    call();
+    AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+    __tsan_acquire(mu);
+  } else {
+    auto result = call();
+    AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+    __tsan_acquire(mu);
+    return result;
+  }
 }
 
 }  // namespace
@@ -92,41 +113,24 @@ void Mutex::ReaderUnlock() {
 
 void Mutex::LockWhen(const Condition& cond) {
   static const auto real = RealFn<void (*)(Mutex*, const Condition&)>("8LockWhenERKNS0_9ConditionE");
-  AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
-  real(this, cond);
-  AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
-  __tsan_acquire(this);
+  AroundCondition(this, /*held=*/false, [&] { real(this, cond); });
 }
 
 void Mutex::Await(const Condition& cond) {
   static const auto real = RealFn<void (*)(Mutex*, const Condition&)>("5AwaitERKNS0_9ConditionE");
-  __tsan_release(this);
-  AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
-  real(this, cond);
-  AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
-  __tsan_acquire(this);
+  AroundCondition(this, /*held=*/true, [&] { real(this, cond); });
 }
 
 bool Mutex::AwaitWithTimeout(const Condition& cond, absl::Duration timeout) {
   static const auto real = RealFn<bool (*)(Mutex*, const Condition&, absl::Duration)>(
       "16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  __tsan_release(this);
-  AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
-  const bool met = real(this, cond, timeout);
-  AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
-  __tsan_acquire(this);
-  return met;
+  return AroundCondition(this, /*held=*/true, [&] { return real(this, cond, timeout); });
 }
 
 bool Mutex::AwaitWithDeadline(const Condition& cond, absl::Time deadline) {
   static const auto real = RealFn<bool (*)(Mutex*, const Condition&, absl::Time)>(
       "17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  __tsan_release(this);
-  AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
-  const bool met = real(this, cond, deadline);
-  AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
-  __tsan_acquire(this);
-  return met;
+  return AroundCondition(this, /*held=*/true, [&] { return real(this, cond, deadline); });
 }
 
 ABSL_NAMESPACE_END
