@@ -15,6 +15,9 @@ elseif(TANDEM_SANITIZE)
 endif()
 
 if(tandem_sanitize_flags)
+  # -O1: the sanitizers' recommended level (readable stacks, still cheap to
+  # run); with -g1 a sanitizer build compiles in about half the time of -O2 -g.
+  set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O1 -g1")
   add_compile_options(${tandem_sanitize_flags} -fno-omit-frame-pointer)
   add_link_options(${tandem_sanitize_flags})
 endif()

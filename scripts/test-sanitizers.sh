@@ -17,13 +17,11 @@
 #            order them, so a missing barrier is reported as a data race; the
 #            cuda_emulation_tsan_* tests check that it is.
 #
-# Both compile at -O1 with line tables only (-g1): reports keep file:line and
-# the builds stay cheap. Suppressions: none.
+# Both compile at -O1 with line tables only (-g1, cmake/TandemSanitize.cmake):
+# reports keep file:line and the builds stay cheap. Suppressions: none.
 #
 #   address-emulation  build-asan/: ASan + UBSan over the CUDA emulation's
-#            tests only (what CI runs: the whole address job builds 424
-#            objects under ASan, about 24 minutes on 2 cores, which would take
-#            .ci/run past its hour; run it by hand before a release).
+#            tests only (a quick check while working on the emulation).
 #
 #   scripts/test-sanitizers.sh [thread|address|address-emulation]...
 #   (default: thread address)
@@ -60,8 +58,7 @@ for sanitizer in "${sanitizers[@]}"; do
   esac
   echo "== tests under -fsanitize=$sanitizer ($dir/: ${targets[*]})"
   kind="${sanitizer%-emulation}"
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DTANDEM_SANITIZE="$kind" \
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE="$kind" \
     -DTANDEM_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
   cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
   # halt_on_error: the first report fails the test that caused it, except in

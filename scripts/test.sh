@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # Sets up, builds, fetches the default model and runs every test (CTest: unit,
 # integration, bounded fuzzing), then the sanitizer jobs (scripts/test-sanitizers.sh,
-# their own build dirs): the concurrency and CUDA emulation tests under TSan,
-# the CUDA emulation tests under ASan + UBSan. The full ASan + UBSan job (every
-# unit test and a cluster test) is `scripts/test-sanitizers.sh address`, by
-# hand: it alone would take CI past its hour on 2 cores. This is what .ci/run runs. CTest itself sets
-# up the integration tests' Python (.venv-test/, scripts/setup-test-venv.sh)
-# and their gRPC stubs (build/python/) first: see tests/integration/.
+# their own build dirs): the concurrency and CUDA emulation tests under TSan;
+# every unit test, the CUDA emulation tests and a cluster integration test
+# under ASan + UBSan. This is what .ci/run runs. CTest itself sets up the
+# integration tests' Python (.venv-test/, scripts/setup-test-venv.sh) and
+# their gRPC stubs (build/python/) first: see tests/integration/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/build.sh
 bash scripts/fetch-model.sh >/dev/null
 ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900
-bash scripts/test-sanitizers.sh thread address-emulation
+bash scripts/test-sanitizers.sh thread address

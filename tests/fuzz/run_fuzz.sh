@@ -37,7 +37,7 @@ PROTOC="${TANDEM_FUZZ_PROTOC:-protoc}"
 GEN="$OBJ/proto"  # generated tandem/v1/*.pb.{h,cc}
 
 mkdir -p "$OUT/corpus" "$OUT/seeds" "$OUT/artifacts" "$OBJ"
-COMMON_FLAGS=(-std=c++20 -g -O1 -I"$REPO")
+COMMON_FLAGS=(-std=c++20 -g1 -O1 -I"$REPO")
 SANITIZE=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 ABSL_MODULES=(absl_status absl_statusor absl_strings absl_str_format absl_flat_hash_map
               absl_flat_hash_set absl_hash)
