@@ -25,6 +25,15 @@ inline double Chi2Quantile999(int df) {
   return kTable[std::clamp(df, 1, 20) - 1];
 }
 
+// Fixed logits for the goodness-of-fit tests (host and device sampling),
+// spread enough that truncation stages cut somewhere useful.
+inline const std::vector<float>& FitLogits() {
+  static const std::vector<float> logits = {
+      1.20f, -0.40f, 2.10f, 0.30f,  0.95f, -1.60f, 1.75f, 0.00f, -0.80f, 1.50f,
+      0.60f, -2.00f, 0.10f, 2.40f, -0.20f, 0.80f,  1.10f, -1.10f, 0.45f, -0.60f};
+  return logits;
+}
+
 // The processing knobs the reference pipeline models.
 struct Expected {
   float temperature = 1.0f;
@@ -100,6 +109,22 @@ inline std::pair<double, int> ChiSquare(const std::vector<int>& counts,
     ++bins;
   }
   return {stat, bins - 1};
+}
+
+// Expects `counts` (draws per token) to fit `probs`: tokens of probability 0
+// never drawn, chi-square below its 0.999 quantile. Returns the number of
+// tokens `probs` excludes, for the caller to sanity-check.
+inline int ExpectFit(const std::vector<int>& counts, const std::vector<double>& probs) {
+  int excluded = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    if (probs[i] == 0.0) {
+      ++excluded;
+      EXPECT_EQ(counts[i], 0) << "excluded token " << i << " was drawn";
+    }
+  }
+  const auto [stat, df] = ChiSquare(counts, probs);
+  EXPECT_LT(stat, Chi2Quantile999(df)) << "df " << df;
+  return excluded;
 }
 
 }  // namespace tandem::sampling::fit

@@ -26,13 +26,7 @@ constexpr int32_t kVocab = 20;
 constexpr int kDraws = 24000;
 constexpr int kSteps = 120;  // draws = streams x steps
 
-// Fixed logits, spread enough that truncation stages cut somewhere useful.
-const std::vector<float>& Logits() {
-  static const std::vector<float> logits = {
-      1.20f, -0.40f, 2.10f, 0.30f,  0.95f, -1.60f, 1.75f, 0.00f, -0.80f, 1.50f,
-      0.60f, -2.00f, 0.10f, 2.40f, -0.20f, 0.80f,  1.10f, -1.10f, 0.45f, -0.60f};
-  return logits;
-}
+const std::vector<float>& Logits() { return fit::FitLogits(); }
 
 // The reference pipeline on this file's logits.
 std::vector<double> ExpectedProbs(const Expected& e) { return fit::ExpectedProbs(Logits(), e); }
@@ -64,18 +58,7 @@ std::vector<int> DrawCounts(const SamplingParams& params, uint64_t seed) {
 // Samples with `params` and checks the fit against `expected`; returns the
 // number of tokens the reference excludes, for the caller to sanity-check.
 int CheckFit(const SamplingParams& params, const Expected& expected) {
-  const std::vector<double> probs = ExpectedProbs(expected);
-  const std::vector<int> counts = DrawCounts(params, /*seed=*/20240601);
-  int excluded = 0;
-  for (int i = 0; i < kVocab; ++i) {
-    if (probs[i] == 0.0) {
-      ++excluded;
-      EXPECT_EQ(counts[i], 0) << "excluded token " << i << " was drawn";
-    }
-  }
-  const auto [stat, df] = ChiSquare(counts, probs);
-  EXPECT_LT(stat, Chi2Quantile999(df)) << "df " << df;
-  return excluded;
+  return fit::ExpectFit(DrawCounts(params, /*seed=*/20240601), ExpectedProbs(expected));
 }
 
 TEST(SamplerDistributionTest, TemperatureLow) {
