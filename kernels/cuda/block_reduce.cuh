@@ -18,6 +18,13 @@ struct MaxOp {
   }
 };
 
+struct MinOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a < b ? a : b;
+  }
+};
+
 struct SumOp {
   template <typename T>
   __device__ T operator()(T a, T b) const {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_error.cuh"
+#include "kernels/cuda/float_key.cuh"
 
 namespace tandem::cuda {
 namespace {
@@ -97,16 +98,6 @@ __device__ int Collect(const float* logits, int vocab_size, float bound, float* 
   const int total = *counter;
   __syncthreads();  // read before anyone resets it
   return total;
-}
-
-// Unsigned keys ordered as the floats they encode (for non-NaN floats).
-__device__ __forceinline__ uint32_t OrderedKey(float x) {
-  const uint32_t u = __float_as_uint(x);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-__device__ __forceinline__ float KeyToFloat(uint32_t key) {
-  return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
 }
 
 // The exact k-th largest live logit (k <= the number of live ones): the

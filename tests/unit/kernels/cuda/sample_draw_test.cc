@@ -1,17 +1,19 @@
-// DrawTokens (kernels/cuda/sample_draw.cu) under emulation, as the last stage
-// of the device sampling pipeline ApplyPenaltiesAndTemperature → TopKTopP →
-// DrawTokens:
-// - the pipeline's token equals the CPU Sampler's for the same logits,
-//   parameters and (seed, stream, step), on random rows and counters;
+// The device sampling draws under emulation: DrawTokens (sample_draw.cu) as
+// the last stage of ApplyPenaltiesAndTemperature → TopKTopP → DrawTokens, and
+// VocabDraw (vocab_draw.cu) over whole processed rows:
+// - each gives the CPU Sampler's token for the same logits, parameters and
+//   (seed, stream, step), on random rows (for VocabDraw also top-k off, many
+//   tied logits, NaN / -inf / +inf entries);
 // - a row draws the same token alone and inside a batch of other rows;
-// - goodness of fit: many draws from one row's kept candidates against the
-//   independent reference distribution of the CPU sampler's chi-square tests
-//   (temperature, top-k, top-p, min-p, combined), and the test has power;
+// - goodness of fit: many draws against the independent reference
+//   distribution of the CPU sampler's chi-square tests (temperature, top-k,
+//   top-p, min-p, combined), and the test has power;
 // - rows with nothing to draw from give kNoDraw; bad arguments are refused.
 #include "kernels/cuda/sample_draw.cuh"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -22,6 +24,7 @@
 #include "engine/sampling/sampler.h"
 #include "kernels/cuda/logits.cuh"
 #include "kernels/cuda/top_k.cuh"
+#include "kernels/cuda/vocab_draw.cuh"
 #include "tests/unit/engine/sampling/distribution_test_util.h"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 
@@ -47,15 +50,14 @@ struct Kept {
   std::vector<TopKRowResult> results;
 };
 
-Kept DeviceKept(const std::vector<Row>& rows, int32_t vocab) {
+// The rows' logits after ApplyPenaltiesAndTemperature (temperature only).
+std::vector<float> ProcessedOnDevice(const std::vector<Row>& rows, int32_t vocab) {
   const int32_t n = static_cast<int32_t>(rows.size());
   std::vector<float> logits;
   std::vector<LogitsRowParams> logit_rows;
-  std::vector<TopKRowParams> top_k_rows;
   for (const Row& row : rows) {
     logits.insert(logits.end(), row.logits.begin(), row.logits.end());
     logit_rows.push_back({.temperature = row.params.temperature});
-    top_k_rows.push_back(TopKParamsOf(row.params, vocab));
   }
   DeviceBuffer<float> device_logits(logits);
   DeviceBuffer<LogitsRowParams> device_logit_rows(logit_rows);
@@ -66,6 +68,14 @@ Kept DeviceKept(const std::vector<Row>& rows, int32_t vocab) {
                                             token_ids.get(), workspace.get(), n, vocab},
                                            nullptr)
                   .ok());
+  return device_logits.Download();
+}
+
+Kept DeviceKept(const std::vector<Row>& rows, int32_t vocab) {
+  const int32_t n = static_cast<int32_t>(rows.size());
+  std::vector<TopKRowParams> top_k_rows;
+  for (const Row& row : rows) top_k_rows.push_back(TopKParamsOf(row.params, vocab));
+  DeviceBuffer<float> device_logits(ProcessedOnDevice(rows, vocab));
   DeviceBuffer<TopKRowParams> device_top_k_rows(top_k_rows);
   DeviceBuffer<int32_t> tokens(static_cast<size_t>(n) * kTopKMaxCandidates);
   DeviceBuffer<float> weights(static_cast<size_t>(n) * kTopKMaxCandidates);
@@ -75,6 +85,21 @@ Kept DeviceKept(const std::vector<Row>& rows, int32_t vocab) {
                        nullptr)
                   .ok());
   return {tokens.Download(), weights.Download(), results.Download()};
+}
+
+// VocabDraw over the processed rows (no candidate kernel).
+std::vector<int32_t> DeviceVocabSample(const std::vector<Row>& rows, int32_t vocab) {
+  const int32_t n = static_cast<int32_t>(rows.size());
+  std::vector<VocabDrawRowParams> params;
+  for (const Row& row : rows) {
+    params.push_back({row.params.top_k, row.params.top_p, row.params.min_p, row.draw});
+  }
+  DeviceBuffer<float> device_logits(ProcessedOnDevice(rows, vocab));
+  DeviceBuffer<VocabDrawRowParams> device_params(params);
+  DeviceBuffer<int32_t> out(n);
+  EXPECT_TRUE(
+      VocabDraw({device_logits.get(), device_params.get(), out.get(), n, vocab}, nullptr).ok());
+  return out.Download();
 }
 
 // DrawTokens on `kept` (uploaded as is) with one counter per row.
@@ -140,14 +165,50 @@ TEST_P(SampleDrawTest, EqualsTheCpuSampler) {
   }
 }
 
+// Rows for VocabDraw: random, some with top-k off, some with many tied
+// logits, some with NaN, -inf and +inf entries.
+std::vector<Row> VocabRows(std::mt19937& rng, int32_t vocab, int n) {
+  std::vector<Row> rows;
+  for (int i = 0; i < n; ++i) {
+    Row row = RandomRow(rng, vocab);
+    if (i % 4 == 1) row.params.top_k = 0;
+    if (i % 4 == 2) {
+      for (float& l : row.logits) l = std::round(l * 2.0f) / 2.0f;
+    }
+    if (i % 4 == 3) {
+      row.logits[3] = std::numeric_limits<float>::quiet_NaN();
+      row.logits[7] = -std::numeric_limits<float>::infinity();
+      if (i % 8 == 7) row.logits[11] = row.logits[12] = std::numeric_limits<float>::infinity();
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+TEST_P(SampleDrawTest, VocabDrawEqualsTheCpuSampler) {
+  constexpr int32_t kVocab = 400;
+  std::mt19937 rng(23);
+  const std::vector<Row> rows = VocabRows(rng, kVocab, 16);
+  const std::vector<int32_t> got = DeviceVocabSample(rows, kVocab);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    EXPECT_EQ(got[r], CpuSample(rows[r], kVocab))
+        << "row " << r << " temperature " << rows[r].params.temperature << " top_k "
+        << rows[r].params.top_k << " top_p " << rows[r].params.top_p << " min_p "
+        << rows[r].params.min_p;
+  }
+}
+
 TEST_P(SampleDrawTest, SameTokenAloneAndInABatch) {
   constexpr int32_t kVocab = 300;
   std::mt19937 rng(5);
   std::vector<Row> rows;
   for (int i = 0; i < 6; ++i) rows.push_back(RandomRow(rng, kVocab));
   const std::vector<int32_t> batch = DeviceSample(rows, kVocab);
+  const std::vector<Row> vocab_rows = VocabRows(rng, kVocab, 6);
+  const std::vector<int32_t> vocab_batch = DeviceVocabSample(vocab_rows, kVocab);
   for (size_t r = 0; r < rows.size(); ++r) {
     EXPECT_EQ(DeviceSample({rows[r]}, kVocab)[0], batch[r]) << "row " << r;
+    EXPECT_EQ(DeviceVocabSample({vocab_rows[r]}, kVocab)[0], vocab_batch[r]) << "row " << r;
   }
 }
 
@@ -177,6 +238,23 @@ INSTANTIATE_TEST_SUITE_P(Orders, SampleDrawTest,
 constexpr int kDraws = 24000;
 constexpr int kSteps = 120;  // draws = streams x steps
 
+std::vector<int> CountTokens(const std::vector<int32_t>& tokens, int32_t vocab) {
+  std::vector<int> counts(vocab, 0);
+  for (int32_t token : tokens) {
+    EXPECT_GE(token, 0);
+    EXPECT_LT(token, vocab);
+    if (token >= 0 && token < vocab) ++counts[token];
+  }
+  return counts;
+}
+
+// The counter of draw i: streams x steps.
+DrawRowParams Counter(uint64_t seed, int i) {
+  return {.seed = seed,
+          .stream = static_cast<uint64_t>(i / kSteps),
+          .step = static_cast<uint64_t>(i % kSteps)};
+}
+
 std::vector<int> DrawCounts(const sampling::SamplingParams& params, uint64_t seed) {
   const std::vector<float>& logits = sampling::fit::FitLogits();
   const int32_t vocab = static_cast<int32_t>(logits.size());
@@ -187,17 +265,21 @@ std::vector<int> DrawCounts(const sampling::SamplingParams& params, uint64_t see
     many.tokens.insert(many.tokens.end(), one.tokens.begin(), one.tokens.end());
     many.weights.insert(many.weights.end(), one.weights.begin(), one.weights.end());
     many.results.push_back(one.results[0]);
-    counters.push_back({.seed = seed,
-                        .stream = static_cast<uint64_t>(i / kSteps),
-                        .step = static_cast<uint64_t>(i % kSteps)});
+    counters.push_back(Counter(seed, i));
   }
-  std::vector<int> counts(vocab, 0);
-  for (int32_t token : Draw(many, counters)) {
-    EXPECT_GE(token, 0);
-    EXPECT_LT(token, vocab);
-    if (token >= 0 && token < vocab) ++counts[token];
-  }
-  return counts;
+  return CountTokens(Draw(many, counters), vocab);
+}
+
+// The same through VocabDraw, one row per draw (fewer: a row costs ~130
+// block-wide passes under emulation).
+constexpr int kVocabDraws = 3000;
+
+std::vector<int> VocabDrawCounts(const sampling::SamplingParams& params, uint64_t seed) {
+  const std::vector<float>& logits = sampling::fit::FitLogits();
+  const int32_t vocab = static_cast<int32_t>(logits.size());
+  std::vector<Row> rows;
+  for (int i = 0; i < kVocabDraws; ++i) rows.push_back(Row{logits, params, Counter(seed, i)});
+  return CountTokens(DeviceVocabSample(rows, vocab), vocab);
 }
 
 // Checks the fit; returns the number of tokens the reference excludes.
@@ -244,12 +326,28 @@ TEST(SampleDrawDistributionTest, TopKTopPMinPCombined) {
   EXPECT_GE(excluded, 20 - 10);
 }
 
+TEST(SampleDrawDistributionTest, VocabDrawFits) {
+  using sampling::fit::ExpectedProbs;
+  using sampling::fit::FitLogits;
+  EXPECT_EQ(sampling::fit::ExpectFit(VocabDrawCounts(Params(0.7f, 0, 1.0f, 0.0f), 7),
+                                     ExpectedProbs(FitLogits(), {.temperature = 0.7f})),
+            0);
+  EXPECT_GE(sampling::fit::ExpectFit(
+                VocabDrawCounts(Params(1.3f, 10, 0.9f, 0.1f), 7),
+                ExpectedProbs(FitLogits(),
+                              {.temperature = 1.3f, .top_k = 10, .top_p = 0.9, .min_p = 0.1})),
+            20 - 10);
+}
+
 // The test has power: the same draws fail against a nearby wrong temperature.
 TEST(SampleDrawDistributionTest, DetectsAWrongDistribution) {
-  const std::vector<int> counts = DrawCounts(Params(0.7f, 0, 1.0f, 0.0f), 20240601);
-  const auto [stat, df] = sampling::fit::ChiSquare(
-      counts, sampling::fit::ExpectedProbs(sampling::fit::FitLogits(), {.temperature = 0.85f}));
-  EXPECT_GT(stat, sampling::fit::Chi2Quantile999(df));
+  const std::vector<double> wrong =
+      sampling::fit::ExpectedProbs(sampling::fit::FitLogits(), {.temperature = 0.85f});
+  for (const std::vector<int>& counts : {DrawCounts(Params(0.7f, 0, 1.0f, 0.0f), 20240601),
+                                         VocabDrawCounts(Params(0.7f, 0, 1.0f, 0.0f), 7)}) {
+    const auto [stat, df] = sampling::fit::ChiSquare(counts, wrong);
+    EXPECT_GT(stat, sampling::fit::Chi2Quantile999(df));
+  }
 }
 
 TEST(SampleDrawArgumentsTest, RefusesBadArguments) {
