@@ -108,6 +108,21 @@ __global__ void __launch_bounds__(kLogitsThreads)
   if (threadIdx.x == 0) out[blockIdx.x] = {m, sum};
 }
 
+__global__ void __launch_bounds__(kLogitsThreads)
+    MaskKernel(float* logits, const int64_t* positions, int32_t count) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) logits[positions[i]] = kNegInf;
+}
+
+__global__ void __launch_bounds__(kLogitsThreads)
+    GatherKernel(const float* logits, const int32_t* tokens, int32_t num_rows, int32_t vocab_size,
+                 float* out) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= num_rows) return;
+  const int32_t token = tokens[r];
+  out[r] = token >= 0 && token < vocab_size ? logits[r * vocab_size + token] : NAN;
+}
+
 absl::Status ValidateRows(const char* what, int32_t num_rows, int32_t vocab_size) {
   if (num_rows < 1 || vocab_size < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -156,6 +171,30 @@ absl::Status LogSoftmaxNormalizers(const float* logits, int32_t num_rows, int32_
   }
   TANDEM_LAUNCH(NormalizerKernel, num_rows, kLogitsThreads, 0, stream, logits, vocab_size, out);
   return LaunchStatus("NormalizerKernel");
+}
+
+absl::Status MaskLogits(float* logits, const int64_t* positions, int32_t count,
+                        cudaStream_t stream) {
+  if (count < 0 || logits == nullptr || positions == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mask logits: count ", count, " must be >= 0, logits and positions not null"));
+  }
+  if (count == 0) return absl::OkStatus();
+  const int blocks = (count + kLogitsThreads - 1) / kLogitsThreads;
+  TANDEM_LAUNCH(MaskKernel, blocks, kLogitsThreads, 0, stream, logits, positions, count);
+  return LaunchStatus("MaskKernel");
+}
+
+absl::Status GatherLogits(const float* logits, const int32_t* tokens, int32_t num_rows,
+                          int32_t vocab_size, float* out, cudaStream_t stream) {
+  if (absl::Status s = ValidateRows("gather logits", num_rows, vocab_size); !s.ok()) return s;
+  if (logits == nullptr || tokens == nullptr || out == nullptr) {
+    return absl::InvalidArgumentError("gather logits: logits, tokens and out must not be null");
+  }
+  const int blocks = (num_rows + kLogitsThreads - 1) / kLogitsThreads;
+  TANDEM_LAUNCH(GatherKernel, blocks, kLogitsThreads, 0, stream, logits, tokens, num_rows,
+                vocab_size, out);
+  return LaunchStatus("GatherKernel");
 }
 
 }  // namespace tandem::cuda

@@ -82,6 +82,19 @@ struct LogSoftmaxNormalizerResult {
 absl::Status LogSoftmaxNormalizers(const float* logits, int32_t num_rows, int32_t vocab_size,
                                    LogSoftmaxNormalizerResult* out, cudaStream_t stream);
 
+// logits[positions[i]] = -inf for i < count: MaskTokens (the min-tokens
+// mask) over a batch, positions flat indices into [num_rows, vocab_size]
+// (row * vocab_size + id), device memory. count 0 launches nothing.
+// INVALID_ARGUMENT for null pointers or count < 0.
+absl::Status MaskLogits(float* logits, const int64_t* positions, int32_t count,
+                        cudaStream_t stream);
+
+// out[r] = logits[r, tokens[r]], NaN where tokens[r] is outside [0,
+// vocab_size). logits [num_rows, vocab_size], tokens and out [num_rows],
+// device. INVALID_ARGUMENT for null pointers or sizes < 1.
+absl::Status GatherLogits(const float* logits, const int32_t* tokens, int32_t num_rows,
+                          int32_t vocab_size, float* out, cudaStream_t stream);
+
 }  // namespace tandem::cuda
 
 #endif  // TANDEM_KERNELS_CUDA_LOGITS_CUH_

@@ -39,6 +39,10 @@ __global__ void __launch_bounds__(kDrawThreads) DrawKernel(DrawParams p) {
   }
   const DrawRowParams row = p.rows[r];
   const int64_t base = r * kTopKMaxCandidates;
+  if (row.argmax) {
+    p.out_tokens[r] = p.tokens[base];
+    return;
+  }
   p.out_tokens[r] =
       DrawRow(p.tokens + base, p.weights + base, result.num_kept, result.weight_sum,
               kernels::UniformDraw(row.seed, row.stream, row.step));

@@ -32,6 +32,9 @@ struct DrawRowParams {
   uint64_t seed = 0;
   uint64_t stream = 0;
   uint64_t step = 0;
+  // Greedy: the canonically first candidate (the largest logit, the lowest
+  // id among ties; run TopKTopP with top_k 1), no draw.
+  bool argmax = false;
 };
 
 // All pointers are device memory; tokens / weights / results are TopKTopP's.

@@ -100,22 +100,6 @@ __device__ int Collect(const float* logits, int vocab_size, float bound, float* 
   return total;
 }
 
-// The exact k-th largest live logit (k <= the number of live ones): the
-// largest key with at least k live keys >= it, found bit by bit.
-__device__ float ExactKth(const float* logits, int vocab_size, int k, int32_t* scratch) {
-  uint32_t kth = 0;
-  for (int bit = 31; bit >= 0; --bit) {
-    const uint32_t trial = kth | (1u << bit);
-    int count = 0;
-    for (int i = threadIdx.x; i < vocab_size; i += blockDim.x) {
-      const float x = logits[i];
-      count += x > kNegInf && OrderedKey(x) >= trial;
-    }
-    if (BlockAllReduce(count, SumOp(), scratch) >= k) kth = trial;
-  }
-  return KeyToFloat(kth);
-}
-
 // Size of the top-k set at the head of the sorted candidates: all `total`
 // when the row has at most k live logits, else k plus the ties of the k-th.
 __device__ int TopKSetSize(const float* value, int total, int num_live, int k) {
@@ -206,8 +190,8 @@ __global__ void __launch_bounds__(kTopKThreads) TopKKernel(TopKParams p) {
   const float bound = num_live > k ? GroupMaximaBound(group_max, k, value, token) : kNegInf;
   int total = Collect(logits, p.vocab_size, bound, value, token, &counter);
   if (total > kTopKMaxCandidates) {
-    total = Collect(logits, p.vocab_size, ExactKth(logits, p.vocab_size, k, scratch), value, token,
-                    &counter);
+    const float kth = BlockKthLargest(logits, p.vocab_size, k, scratch);
+    total = Collect(logits, p.vocab_size, kth, value, token, &counter);
   }
   if (total == 0 || total > kTopKMaxCandidates) {  // no live logit, or too many ties
     if (threadIdx.x == 0) {

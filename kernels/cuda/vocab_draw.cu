@@ -124,47 +124,45 @@ __device__ bool FindCrossing(const Row& r, const Filter& f, double target, bool 
   return true;
 }
 
-// The exact k-th largest live logit, found bit by bit over OrderedKey (as
-// top_k.cu's bisection fallback).
-__device__ float KthLargest(const float* logits, int32_t vocab_size, int32_t k, const Scratch& s) {
-  uint32_t kth = 0;
-  for (int bit = 31; bit >= 0; --bit) {
-    const uint32_t trial = kth | (1u << bit);
-    int32_t count = 0;
-    for (int32_t i = threadIdx.x; i < vocab_size; i += blockDim.x) {
-      const float x = logits[i];
-      count += x > kNegInf && OrderedKey(x) >= trial;
-    }
-    if (BlockAllReduce(count, SumOp(), s.counts) >= k) kth = trial;
+// The lightest positive and the heaviest weight bits among the kept
+// candidates (UINT_MAX / 0 when there are none).
+__device__ void KeptWeightRange(const Row& r, const Filter& f, const Scratch& s,
+                                uint32_t* lightest, uint32_t* heaviest) {
+  uint32_t light = UINT_MAX, heavy = 0;
+  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
+    const float l = r.logits[i];
+    if (!Live(r, l)) continue;
+    const uint32_t wb = WeightBits(r, l);
+    if (!Kept(f, wb, i)) continue;
+    if (wb > 0) light = wb < light ? wb : light;
+    heavy = wb > heavy ? wb : heavy;
   }
-  return KeyToFloat(kth);
+  *lightest = BlockAllReduce(light, MinOp(), s.bits);
+  *heaviest = BlockAllReduce(heavy, MaxOp(), s.bits);
+}
+
+// The highest (`highest`) or lowest token among the kept candidates of
+// weight bits `bits`.
+__device__ int32_t TieEnd(const Row& r, const Filter& f, uint32_t bits, bool highest,
+                          const Scratch& s) {
+  int32_t token = highest ? -1 : INT_MAX;
+  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
+    const float l = r.logits[i];
+    if (!Live(r, l) || WeightBits(r, l) != bits || !Kept(f, bits, i)) continue;
+    token = highest ? (i > token ? i : token) : (i < token ? i : token);
+  }
+  return highest ? BlockAllReduce(token, MaxOp(), s.counts)
+                 : BlockAllReduce(token, MinOp(), s.counts);
 }
 
 // When the draw's walk falls short: the canonically last kept candidate of
 // positive weight (the lightest, then the highest token); with none, the
 // first (the heaviest, then the lowest token).
 __device__ int32_t LastPositive(const Row& r, const Filter& f, const Scratch& s) {
-  uint32_t lightest = UINT_MAX, heaviest = 0;
-  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
-    const float l = r.logits[i];
-    if (!Live(r, l)) continue;
-    const uint32_t wb = WeightBits(r, l);
-    if (!Kept(f, wb, i)) continue;
-    if (wb > 0) lightest = wb < lightest ? wb : lightest;
-    heaviest = wb > heaviest ? wb : heaviest;
-  }
-  lightest = BlockAllReduce(lightest, MinOp(), s.bits);
-  heaviest = BlockAllReduce(heaviest, MaxOp(), s.bits);
-  const bool any_positive = lightest != UINT_MAX;
-  const uint32_t bits = any_positive ? lightest : heaviest;
-  int32_t token = any_positive ? -1 : INT_MAX;
-  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
-    const float l = r.logits[i];
-    if (!Live(r, l) || WeightBits(r, l) != bits || !Kept(f, bits, i)) continue;
-    token = any_positive ? (i > token ? i : token) : (i < token ? i : token);
-  }
-  if (any_positive) return BlockAllReduce(token, MaxOp(), s.counts);
-  return BlockAllReduce(token, MinOp(), s.counts);
+  uint32_t lightest = 0, heaviest = 0;
+  KeptWeightRange(r, f, s, &lightest, &heaviest);
+  if (lightest != UINT_MAX) return TieEnd(r, f, lightest, /*highest=*/true, s);
+  return TieEnd(r, f, heaviest, /*highest=*/false, s);
 }
 
 // The row's largest live logit (+inf clamped) and its number of live logits.
@@ -188,6 +186,7 @@ __global__ void __launch_bounds__(kVocabDrawThreads) VocabDrawKernel(VocabDrawPa
   __shared__ uint32_t bits[kMaxWarpsPerBlock];
   const Scratch s{sums, counts, bits};
   const VocabDrawRowParams params = p.rows[blockIdx.x];
+  if (params.skip) return;  // the whole block
   const float* logits = p.logits + static_cast<int64_t>(blockIdx.x) * p.vocab_size;
   int32_t num_live = 0;
   const float max_logit = MaxLive(logits, p.vocab_size, &num_live, s);
@@ -197,7 +196,7 @@ __global__ void __launch_bounds__(kVocabDrawThreads) VocabDrawKernel(VocabDrawPa
   }
   const bool top_k = params.top_k > 0 && params.top_k < p.vocab_size && num_live > params.top_k;
   const Row r{logits, p.vocab_size, max_logit,
-              top_k ? KthLargest(logits, p.vocab_size, params.top_k, s) : kNegInf};
+              top_k ? BlockKthLargest(logits, p.vocab_size, params.top_k, s.counts) : kNegInf};
   Filter f;
   if (params.top_p < 1.0f) {
     const double target = static_cast<double>(params.top_p) * MassAtLeast(r, f, 0, s);

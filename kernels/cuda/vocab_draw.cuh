@@ -37,7 +37,8 @@ struct VocabDrawRowParams {
   int32_t top_k = 0;   // <= 0 or >= vocab_size: off
   float top_p = 1.0f;  // >= 1: off
   float min_p = 0.0f;  // <= 0: off
-  DrawRowParams draw;
+  DrawRowParams draw;  // `argmax` is not supported here (greedy rows go through TopKTopP)
+  bool skip = false;   // leave out_tokens[r] as it is (a row another kernel draws)
 };
 
 // All pointers are device memory.

@@ -1,0 +1,94 @@
+// DeviceSampler: the Sampler's choice of token (engine/sampling/sampler.h)
+// for logits rows that stay in device memory; only the tokens and their
+// logprobs come back to the host. Per row, on the device:
+//   1. the min-tokens mask (stop ids, and EOS unless ignore_eos, -> -inf
+//      while the output is shorter than min_tokens)       MaskLogits
+//   2-4. repetition / frequency / presence penalties and temperature
+//                                                          ApplyPenaltiesAndTemperature
+//   then greedy rows (temperature < kGreedyTemperature) take the processed
+//   argmax (TopKTopP with k = 1: the lowest id among ties), sampling rows
+//   5-8 and the seeded draw: TopKTopP + DrawTokens when 1 <= top_k <=
+//   kTopKMaxCandidates, VocabDraw otherwise;
+//   the token's logprob: log_softmax of the raw row (LogSoftmaxNormalizers,
+//   GatherLogits), as the CPU reports it.
+// The raw logits are not modified (the stages work on a copy).
+//
+// Rows left to the host (results[i].token = -1, i listed in `host_rows`):
+// beam-search rows, rows asking for top logprobs (params.logprobs > 0), and
+// rows the device could not decide (no live logit after processing, where
+// the CPU takes the raw argmax, or more than kTopKMaxCandidates logits tied
+// into a top-k set). The caller samples those with the CPU Sampler on their
+// raw logits.
+//
+// Same tokens as the CPU: the stages are the CPU's (penalties bit-identical;
+// expf and the order of the sums may differ on a GPU within rounding, see
+// top_k.cuh and vocab_draw.cuh); one difference by design: a greedy row
+// whose largest logits are +inf and FLT_MAX ties them (+inf is clamped, as
+// the CPU's candidate list does), where the CPU's argmax prefers +inf.
+//
+// Memory: every buffer at Create, for `max_rows` rows and `max_tokens`
+// history tokens (prompt + output, summed over a call's rows); Sample
+// allocates no device memory.
+//
+// Thread-safety: one Sample at a time (it owns the buffers).
+#ifndef TANDEM_ENGINE_DEVICE_DEVICE_SAMPLER_H_
+#define TANDEM_ENGINE_DEVICE_DEVICE_SAMPLER_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/sampling/sampler.h"
+#include "kernels/cuda/device_buffer.h"
+
+namespace tandem::device {
+
+class DeviceSampler {
+ public:
+  // INVALID_ARGUMENT for sizes < 1; RESOURCE_EXHAUSTED when device memory
+  // runs out.
+  static absl::StatusOr<DeviceSampler> Create(int32_t max_rows, int32_t vocab_size,
+                                              int64_t max_tokens);
+
+  // Samples rows[i] from row i of `logits` (device, [rows.size(),
+  // vocab_size]); rows[i].logits is not read. results[i] gets the token and
+  // its logprob (top_logprobs and beam_candidates stay empty), or token -1
+  // for a row left to the host, whose index is appended to *host_rows.
+  // INVALID_ARGUMENT when rows exceed max_rows, their histories max_tokens,
+  // or results' size differs; INTERNAL for a CUDA error. Returns when the
+  // results are on the host.
+  absl::Status Sample(const float* logits, std::span<const sampling::SamplingRow> rows,
+                      std::span<sampling::SampleResult> results, std::vector<int32_t>* host_rows,
+                      cudaStream_t stream);
+
+ private:
+  DeviceSampler() = default;
+  // Masks, penalties and temperature on processed_ (a copy of `logits`).
+  absl::Status Process(const float* logits, std::span<const sampling::SamplingRow> rows,
+                       cudaStream_t stream);
+  // Tokens of the processed rows into tokens_ (kNoDraw where undecided).
+  absl::Status Draw(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
+
+  int32_t max_rows_ = 0;
+  int32_t vocab_size_ = 0;
+  int64_t max_tokens_ = 0;
+  cuda::DeviceBuffer processed_;      // [max_rows, vocab] f32
+  cuda::DeviceBuffer workspace_;      // the penalties' scratch, all zero between calls
+  cuda::DeviceBuffer token_ids_;      // [max_tokens] histories
+  cuda::DeviceBuffer mask_;           // [max_rows * kMaxMaskIds] flat positions
+  cuda::DeviceBuffer logit_rows_;     // [max_rows] LogitsRowParams
+  cuda::DeviceBuffer top_k_rows_;     // [max_rows] TopKRowParams
+  cuda::DeviceBuffer draw_rows_;      // [max_rows] DrawRowParams
+  cuda::DeviceBuffer vocab_rows_;     // [max_rows] VocabDrawRowParams
+  cuda::DeviceBuffer kept_tokens_;    // [max_rows, kTopKMaxCandidates]
+  cuda::DeviceBuffer kept_weights_;   // [max_rows, kTopKMaxCandidates]
+  cuda::DeviceBuffer kept_results_;   // [max_rows] TopKRowResult
+  cuda::DeviceBuffer tokens_;         // [max_rows] int32
+  cuda::DeviceBuffer normalizers_;    // [max_rows] LogSoftmaxNormalizerResult
+  cuda::DeviceBuffer raw_at_token_;   // [max_rows] f32
+};
+
+}  // namespace tandem::device
+
+#endif  // TANDEM_ENGINE_DEVICE_DEVICE_SAMPLER_H_

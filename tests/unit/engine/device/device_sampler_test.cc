@@ -1,0 +1,184 @@
+// DeviceSampler under emulation against the CPU Sampler on the same rows:
+// greedy and sampled rows with penalties over prompt and output histories,
+// the min-tokens mask (stop ids, EOS, ignore_eos), temperature, top-k within
+// and beyond the candidate kernel, top-p, min-p, several seeds and streams:
+// the same token, the logprob within 1e-6. Rows it leaves to the host (beam
+// candidates, top logprobs, nothing left after the mask) are listed and not
+// answered; a call allocates no device memory; bad sizes are refused.
+#include "engine/device/device_sampler.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cuda/device_buffer.h"
+
+namespace tandem::device {
+namespace {
+
+constexpr int32_t kVocab = 300;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// A row's data; SamplingRow views it.
+struct RowData {
+  std::vector<float> logits;
+  sampling::SamplingParams params;
+  std::vector<int32_t> prompt, output, eos;
+  uint64_t seed = 0, stream = 0;
+
+  sampling::SamplingRow View() const {
+    return {.logits = logits.data(),
+            .params = &params,
+            .prompt_tokens = prompt,
+            .output_tokens = output,
+            .seed = seed,
+            .stream = stream,
+            .eos_token_ids = eos};
+  }
+};
+
+std::vector<int32_t> RandomIds(std::mt19937& rng, int n) {
+  std::uniform_int_distribution<int32_t> id(0, kVocab - 1);
+  std::vector<int32_t> ids(n);
+  for (int32_t& x : ids) x = id(rng);
+  return ids;
+}
+
+RowData RandomRow(std::mt19937& rng, int i) {
+  std::normal_distribution<float> logit(0.0f, 2.0f);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  RowData row;
+  for (int32_t v = 0; v < kVocab; ++v) row.logits.push_back(logit(rng));
+  sampling::SamplingParams& p = row.params;
+  p.temperature = i % 5 == 0 ? 0.0f : 0.4f + 1.2f * unit(rng);
+  p.top_k = i % 3 == 0 ? 0 : (i % 3 == 1 ? 7 : 2500);  // off, candidate kernel, whole row
+  p.top_p = i % 2 == 0 ? 1.0f : 0.6f + 0.4f * unit(rng);
+  p.min_p = i % 4 == 3 ? 0.05f : 0.0f;
+  p.repetition_penalty = i % 2 == 0 ? 1.3f : 1.0f;
+  p.frequency_penalty = i % 3 == 2 ? 0.4f : 0.0f;
+  p.presence_penalty = i % 4 == 1 ? 0.3f : 0.0f;
+  p.min_tokens = i % 4 == 2 ? 50 : 0;
+  p.ignore_eos = i % 8 == 6;
+  p.stop_token_ids = {7, 9};
+  row.prompt = RandomIds(rng, 5 + i % 7);
+  row.output = RandomIds(rng, i % 11);
+  row.eos = {2};
+  // The mask and the penalties must matter: boost the ids they touch.
+  for (int32_t id : {2, 7, 9}) row.logits[id] += 4.0f;
+  for (int32_t id : row.output) row.logits[id] += 1.0f;
+  row.seed = rng();
+  row.stream = i % 3;
+  return row;
+}
+
+struct DeviceRun {
+  std::vector<sampling::SampleResult> results;
+  std::vector<int32_t> host_rows;
+};
+
+DeviceRun SampleOnDevice(DeviceSampler& sampler, const std::vector<RowData>& rows) {
+  std::vector<float> logits;
+  std::vector<sampling::SamplingRow> views;
+  for (const RowData& row : rows) {
+    logits.insert(logits.end(), row.logits.begin(), row.logits.end());
+    views.push_back(row.View());
+  }
+  absl::StatusOr<cuda::DeviceBuffer> device =
+      cuda::DeviceBuffer::Allocate(static_cast<int64_t>(logits.size() * 4), "test logits");
+  EXPECT_TRUE(device.ok()) << device.status();
+  EXPECT_TRUE(device->Upload(logits.data(), device->bytes(), 0, nullptr).ok());
+  DeviceRun run;
+  run.results.resize(rows.size());
+  const int64_t allocations = cuda::DeviceAllocationCount();
+  const absl::Status s =
+      sampler.Sample(device->as<float>(), views, run.results, &run.host_rows, nullptr);
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(cuda::DeviceAllocationCount(), allocations) << "Sample allocated device memory";
+  return run;
+}
+
+std::vector<sampling::SampleResult> SampleOnCpu(const std::vector<RowData>& rows) {
+  std::vector<sampling::SamplingRow> views;
+  for (const RowData& row : rows) views.push_back(row.View());
+  sampling::Sampler sampler(kVocab);
+  std::vector<sampling::SampleResult> results(rows.size());
+  sampler.SampleBatch(views, results, nullptr);
+  return results;
+}
+
+DeviceSampler MakeSampler(int32_t max_rows) {
+  absl::StatusOr<DeviceSampler> sampler = DeviceSampler::Create(max_rows, kVocab, 4096);
+  EXPECT_TRUE(sampler.ok()) << sampler.status();
+  return std::move(*sampler);
+}
+
+TEST(DeviceSamplerTest, EqualsTheCpuSampler) {
+  std::mt19937 rng(3);
+  std::vector<RowData> rows;
+  for (int i = 0; i < 40; ++i) rows.push_back(RandomRow(rng, i));
+  DeviceSampler sampler = MakeSampler(48);
+  const DeviceRun device = SampleOnDevice(sampler, rows);
+  const std::vector<sampling::SampleResult> cpu = SampleOnCpu(rows);
+  EXPECT_TRUE(device.host_rows.empty());
+  int masked = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const sampling::SamplingParams& p = rows[r].params;
+    SCOPED_TRACE(::testing::Message() << "row " << r << " temperature " << p.temperature
+                                      << " top_k " << p.top_k << " top_p " << p.top_p
+                                      << " min_p " << p.min_p << " min_tokens " << p.min_tokens);
+    EXPECT_EQ(device.results[r].token, cpu[r].token);
+    EXPECT_NEAR(device.results[r].logprob, cpu[r].logprob, 1e-6);
+    masked += p.min_tokens > 0;
+  }
+  EXPECT_GT(masked, 5);
+}
+
+TEST(DeviceSamplerTest, SameTokensAloneAndInABatch) {
+  std::mt19937 rng(8);
+  std::vector<RowData> rows;
+  for (int i = 0; i < 12; ++i) rows.push_back(RandomRow(rng, i));
+  DeviceSampler sampler = MakeSampler(12);
+  const DeviceRun batch = SampleOnDevice(sampler, rows);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    EXPECT_EQ(SampleOnDevice(sampler, {rows[r]}).results[0].token, batch.results[r].token)
+        << "row " << r;
+  }
+}
+
+TEST(DeviceSamplerTest, LeavesRowsToTheHost) {
+  std::mt19937 rng(5);
+  std::vector<RowData> rows;
+  for (int i = 0; i < 4; ++i) rows.push_back(RandomRow(rng, 1));
+  rows[1].params.beam_candidates = 2;
+  rows[2].params.logprobs = 3;
+  // Every logit -inf but the EOS and stop ids, which the mask removes.
+  rows[3].logits.assign(kVocab, kNegInf);
+  rows[3].logits[2] = rows[3].logits[7] = 1.0f;
+  rows[3].params.min_tokens = 10;
+  rows[3].params.ignore_eos = false;
+  DeviceSampler sampler = MakeSampler(4);
+  const DeviceRun device = SampleOnDevice(sampler, rows);
+  EXPECT_EQ(device.host_rows, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_GE(device.results[0].token, 0);
+  for (int r : {1, 2, 3}) EXPECT_EQ(device.results[r].token, -1) << "row " << r;
+}
+
+TEST(DeviceSamplerTest, RefusesBadSizes) {
+  EXPECT_EQ(DeviceSampler::Create(0, kVocab, 10).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  DeviceSampler sampler = MakeSampler(2);
+  std::mt19937 rng(1);
+  std::vector<RowData> rows = {RandomRow(rng, 1), RandomRow(rng, 2), RandomRow(rng, 3)};
+  std::vector<sampling::SamplingRow> views;
+  for (const RowData& row : rows) views.push_back(row.View());
+  std::vector<sampling::SampleResult> results(3);
+  std::vector<int32_t> host_rows;
+  const absl::Status s = sampler.Sample(nullptr, views, results, &host_rows, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("3 rows (at most 2)"), std::string_view::npos) << s;
+}
+
+}  // namespace
+}  // namespace tandem::device
