@@ -180,7 +180,10 @@ absl::StatusOr<DraftConfig> ReadConfig() {
                    device::ParseDeviceFlags({absl::GetFlag(FLAGS_device),
                                              absl::GetFlag(FLAGS_cuda_weights),
                                              absl::GetFlag(FLAGS_gpu_memory_fraction),
-                                             absl::GetFlag(FLAGS_max_batched_tokens)}));
+                                             absl::GetFlag(FLAGS_max_batched_tokens),
+                                             /*gpus=*/"",
+                                             // Drafts sample their proposals on the host.
+                                             /*cuda_sampling=*/"host"}));
   return config;
 }
 

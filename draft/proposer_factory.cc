@@ -62,9 +62,13 @@ absl::StatusOr<std::unique_ptr<Proposer>> MakeModelProposer(const ProposerOption
   if (layer_skip) model_options.num_layers = spec.num_layers;
   model_options.cpu_weights = device::CpuWeightsFor(options.device.device);
   ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model, model::Model::Load(path, model_options));
+  // A draft samples its proposals on the host from the logits Forward
+  // copies there: no device sampler for its runner.
+  device::DeviceChoice draft_device = options.device;
+  draft_device.cuda.sample_on_device = false;
   ASSIGN_OR_RETURN(device::LoadedRunner loaded,
                    device::MakeModelRunner(model.get(),
-                                           device::RunnerOptionsFor(options.device,
+                                           device::RunnerOptionsFor(draft_device,
                                                                     options.block_size,
                                                                     options.kv_blocks,
                                                                     options.kv_cache_bytes)));

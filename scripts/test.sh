@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Sets up, builds, fetches the default model and runs every test: CTest in
-# build/ (integration, the CUDA device and emulation tests, bounded fuzzing),
-# then the sanitizer jobs (scripts/test-sanitizers.sh, their own build dirs):
-# the concurrency and CUDA emulation tests under TSan; every unit test, the
-# CUDA emulation tests and a cluster integration test under ASan + UBSan. The
-# unit tests run only there (build/ leaves them out: TANDEM_UNIT_TESTS_IN_ALL),
-# which keeps CI within its hour on 2 cores. This is what .ci/run runs. CTest
+# build/ (integration, the CUDA device tests, bounded fuzzing), then the
+# sanitizer jobs (scripts/test-sanitizers.sh, their own build dirs): the
+# concurrency and CUDA emulation tests under TSan; every unit test, the CUDA
+# emulation tests and a cluster integration test under ASan + UBSan. The unit
+# and emulation tests run only there (build/ leaves them out:
+# TANDEM_SANITIZED_TESTS_IN_ALL), which keeps CI within its hour on 2 cores. This is what .ci/run runs. CTest
 # itself sets up the integration tests' Python (.venv-test/,
 # scripts/setup-test-venv.sh) and their gRPC stubs (build/python/) first: see
 # tests/integration/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bash scripts/build.sh -DTANDEM_UNIT_TESTS_IN_ALL=OFF
+bash scripts/build.sh -DTANDEM_SANITIZED_TESTS_IN_ALL=OFF
 bash scripts/fetch-model.sh >/dev/null
 ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900
 bash scripts/test-sanitizers.sh thread address

@@ -67,21 +67,32 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
     return result;
   }
   ASSIGN_OR_RETURN(std::vector<SequenceState*> states, BuildBatch(plan));
-  RETURN_IF_ERROR(RunForward(plan, result.timings));
   if (!config_.sample) {
+    RETURN_IF_ERROR(RunForward(plan, nullptr, result.timings));
     result.timings.total_ms = MillisSince(start);
     return result;
   }
-
-  auto sample_start = std::chrono::steady_clock::now();
+  const int64_t rows = model::Model::NumLogitRows(batch_);
+  logits_.resize(std::max<int64_t>(1, rows) * model_->config().vocab_size);
   // Plain rows go to the sampler, rows with drafts to the verifier; both
   // read the histories as they were before this step, which are extended
   // only once every row is done.
   std::vector<sampling::SamplingRow> sample_rows;
   std::vector<sampling::VerifyRow> verify_rows;
-  BuildRows(plan, states, sample_rows, verify_rows);
-  std::vector<sampling::SampleResult> samples(sample_rows.size());
-  sampler_.SampleBatch(sample_rows, samples, model_->pool());
+  std::vector<sampling::SampleResult> samples;
+  std::chrono::steady_clock::time_point sample_start;
+  if (SamplesOnDevice(plan, states)) {
+    BuildRows(plan, states, sample_rows, verify_rows);  // plain rows only: no side effects
+    samples.resize(sample_rows.size());
+    RETURN_IF_ERROR(ForwardSampleOnDevice(plan, sample_rows, samples, result.timings));
+    sample_start = std::chrono::steady_clock::now();
+  } else {
+    RETURN_IF_ERROR(RunForward(plan, logits_.data(), result.timings));
+    sample_start = std::chrono::steady_clock::now();
+    BuildRows(plan, states, sample_rows, verify_rows);
+    samples.resize(sample_rows.size());
+    sampler_.SampleBatch(sample_rows, samples, model_->pool());
+  }
   std::vector<sampling::VerifyResult> verified(verify_rows.size());
   verifier_.VerifyBatch(verify_rows, verified, model_->pool());
   result.results = CollectResults(plan, states, samples, verified);
@@ -89,6 +100,45 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
   result.timings.sample_ms = MillisSince(sample_start);
   result.timings.total_ms = MillisSince(start);
   return result;
+}
+
+bool StepExecutor::SamplesOnDevice(const StepPlan& plan,
+                                   std::span<SequenceState* const> states) const {
+  if (!runner_->samples_on_device()) return false;
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    const SequenceStep& s = plan.sequences[i];
+    if (prompt_rows_[i] > 0) return false;
+    if (s.sample && (s.num_draft_tokens > 0 || states[i]->params.beam_candidates > 0)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status StepExecutor::ForwardSampleOnDevice(const StepPlan& plan,
+                                                 std::span<const sampling::SamplingRow> rows,
+                                                 std::span<sampling::SampleResult> samples,
+                                                 StepTimings& timings) {
+  const int64_t vocab = model_->config().vocab_size;
+  std::vector<int64_t> logit_rows;
+  logit_rows.reserve(rows.size());
+  for (const sampling::SamplingRow& r : rows) {
+    logit_rows.push_back((r.logits - logits_.data()) / vocab);
+  }
+  std::vector<int32_t> host;
+  auto forward_start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(
+      runner_->ForwardSample(batch_, logit_rows, rows, samples, logits_.data(), &host));
+  timings.forward_ms = MillisSince(forward_start);
+  for (const SequenceStep& s : plan.sequences) timings.num_tokens += s.tokens.size();
+  if (host.empty()) return absl::OkStatus();
+  // The rows the device left to the host: their logits are in logits_.
+  std::vector<sampling::SamplingRow> host_rows;
+  for (int32_t i : host) host_rows.push_back(rows[i]);
+  std::vector<sampling::SampleResult> host_results(host.size());
+  sampler_.SampleBatch(host_rows, host_results, model_->pool());
+  for (size_t k = 0; k < host.size(); ++k) samples[host[k]] = std::move(host_results[k]);
+  return absl::OkStatus();
 }
 
 absl::Status StepExecutor::ApplyPlanBookkeeping(const StepPlan& plan) {
@@ -144,13 +194,8 @@ absl::StatusOr<std::vector<StepExecutor::SequenceState*>> StepExecutor::BuildBat
   return states;
 }
 
-absl::Status StepExecutor::RunForward(const StepPlan& plan, StepTimings& timings) {
-  float* logits = nullptr;
-  if (config_.sample) {
-    const int64_t rows = model::Model::NumLogitRows(batch_);
-    logits_.resize(std::max<int64_t>(1, rows) * model_->config().vocab_size);
-    logits = logits_.data();
-  }
+absl::Status StepExecutor::RunForward(const StepPlan& plan, float* logits,
+                                      StepTimings& timings) {
   auto forward_start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(runner_->Forward(batch_, logits));
   timings.forward_ms = MillisSince(forward_start);

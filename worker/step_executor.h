@@ -83,9 +83,20 @@ class StepExecutor {
   // Fills batch_ with plan.sequences and returns their states, in plan
   // order. InvalidArgument for a sequence not live or invalid draft fields.
   absl::StatusOr<std::vector<SequenceState*>> BuildBatch(const StepPlan& plan);
-  // Runs the forward over batch_ (logits into logits_ when config_.sample)
-  // and records its time and token count in `timings`.
-  absl::Status RunForward(const StepPlan& plan, StepTimings& timings);
+  // Runs the forward over batch_ (logits into `logits` unless null) and
+  // records its time and token count in `timings`.
+  absl::Status RunForward(const StepPlan& plan, float* logits, StepTimings& timings);
+  // Whether this step samples on the runner's device: the runner can, and
+  // every sampled row is a plain one (no drafts to verify, no beams) and no
+  // sequence scores prompt positions (those need host logits).
+  bool SamplesOnDevice(const StepPlan& plan, std::span<SequenceState* const> states) const;
+  // The forward with sampling on the device (ModelRunner::ForwardSample);
+  // rows it leaves to the host are sampled here from their copied logits.
+  // `rows` point into logits_ (BuildRows), which gives their logits rows.
+  absl::Status ForwardSampleOnDevice(const StepPlan& plan,
+                                     std::span<const sampling::SamplingRow> rows,
+                                     std::span<sampling::SampleResult> samples,
+                                     StepTimings& timings);
   // The sampler's and the verifier's rows for the sampling rows of the plan
   // (rows with drafts of non-beam sequences are verified). A beam sequence's
   // history is first made the coordinator's (see SyncBeamHistory).

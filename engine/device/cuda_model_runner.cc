@@ -126,6 +126,13 @@ absl::Status CudaModelRunner::AllocateScratch() {
   limits.max_cols = std::max({static_cast<int64_t>(c.hidden_dim), q_dim_, ffn_});
   limits.max_weight_elements = weights_.max_quantized_layer_elements;
   ASSIGN_OR_RETURN(gemm_, cuda::Gemm::Create(limits, stream_, model_->pool()));
+  // Only rank 0 samples (tensor-parallel followers compute no head). A
+  // chunk's rows hold at most a context's worth of history each.
+  if (options_.sample_on_device && model_->shard().rank == 0) {
+    ASSIGN_OR_RETURN(sampler_,
+                     DeviceSampler::Create(logits_rows_, c.vocab_size,
+                                           int64_t{logits_rows_} * std::max(1, c.context_length)));
+  }
   return absl::OkStatus();
 }
 

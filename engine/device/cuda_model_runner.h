@@ -5,14 +5,15 @@
 // paged attention (the decode kernel when every sequence computes one token,
 // else the prefill kernel), the output projection, add + RMSNorm, gate/up,
 // SiLU·up and the down projection; a final add + RMSNorm and the output head
-// on the rows that want logits, which are copied to the host. Projections of
-// up to cuda::kMaxGemvBatch rows are GEMVs, larger ones go through the
-// cuBLAS wrapper (cuda::Gemm).
+// on the rows that want logits, which are copied to the host, or sampled on
+// the device (ForwardSample, DeviceSampler) with only the tokens and their
+// logprobs copied back. Projections of up to cuda::kMaxGemvBatch rows are
+// GEMVs, larger ones go through the cuBLAS wrapper (cuda::Gemm).
 //
 // Numerics: fp32 activations and accumulation. With CudaWeights::kNative and
 // an f32 KV cache (Precision::kReference) every kernel equals the CPU
 // reference up to summation order; with kBf16 weights are rounded to bf16
-// and GEMMs round activations to bf16. Sampling stays on the host.
+// and GEMMs round activations to bf16.
 //
 // Memory: weights at Create; every scratch buffer at Create, sized for
 // CudaOptions::max_batched_tokens; the KV cache at ResetKvCache. Forward and
@@ -36,11 +37,13 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/device/device_batch.h"
 #include "engine/device/device_communicator.h"
 #include "engine/device/device_options.h"
+#include "engine/device/device_sampler.h"
 #include "engine/device/device_weights.h"
 #include "engine/model/model_runner.h"
 #include "kernels/cuda/device_buffer.h"
@@ -72,6 +75,12 @@ class CudaModelRunner : public model::ModelRunner {
   absl::Status ResetKvCache(int32_t num_blocks, int32_t block_size) override;
   absl::Status CopyBlocks(std::span<const kv::BlockCopy> copies) override;
   absl::Status Forward(std::span<const model::ForwardSequence> batch, float* logits) override;
+  bool samples_on_device() const override { return sampler_.has_value(); }
+  absl::Status ForwardSample(std::span<const model::ForwardSequence> batch,
+                             std::span<const int64_t> logit_rows,
+                             std::span<const sampling::SamplingRow> rows,
+                             std::span<sampling::SampleResult> results, float* logits,
+                             std::vector<int32_t>* host_rows) override;
 
   // KV blocks of `block_size` tokens that fit in what `fraction` of the
   // device's total memory leaves after everything allocated so far (call it
@@ -100,8 +109,20 @@ class CudaModelRunner : public model::ModelRunner {
   absl::Status Project(const kernels::WeightView& w, const float* x, int64_t n, float* y);
   absl::Status Layer(int32_t layer);
   absl::Status Attention(int32_t layer);
+  // The forward up to the final norm (h_): embedding and every layer.
+  absl::Status Body(std::span<const model::ForwardSequence> batch);
+  // The normed rows that want logits, gathered into out_; returns how many.
+  absl::StatusOr<int64_t> GatherLogitRows(std::span<const model::ForwardSequence> batch);
+  // logits_ <- the output head on rows [first, first + count) of out_.
+  absl::Status ChunkLogits(int64_t first, int64_t count);
   // Final rows of every sequence → host `logits`, in chunks of logits_rows_.
   absl::Status Head(std::span<const model::ForwardSequence> batch, float* logits);
+  // ForwardSample's head: each chunk's requested rows sampled by sampler_.
+  absl::Status HeadSample(std::span<const model::ForwardSequence> batch,
+                          std::span<const int64_t> logit_rows,
+                          std::span<const sampling::SamplingRow> rows,
+                          std::span<sampling::SampleResult> results, float* logits,
+                          std::vector<int32_t>* host_rows);
   // Copies one group of copy orders with no block both written and read.
   absl::Status CopyBlockGroup(std::span<const kv::BlockCopy> copies);
 
@@ -113,6 +134,8 @@ class CudaModelRunner : public model::ModelRunner {
   DeviceWeights weights_;
   std::unique_ptr<cuda::Gemm> gemm_;
   std::optional<DeviceBatch> batch_;  // made at ResetKvCache (depends on block_size)
+  // Rank 0 with CudaOptions::sample_on_device: samples logits_ chunks.
+  std::optional<DeviceSampler> sampler_;
   int64_t q_dim_ = 0, kv_dim_ = 0, ffn_ = 0;
   int32_t logits_rows_ = 0;  // rows of the device logits buffer
   // Scratch, [max_batched_tokens, ...] f32 (see model.h for the shapes).

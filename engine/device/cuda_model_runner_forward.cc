@@ -44,6 +44,14 @@ absl::Status CudaModelRunner::Project(const kernels::WeightView& w, const float*
 
 absl::Status CudaModelRunner::Forward(std::span<const model::ForwardSequence> batch,
                                       float* logits) {
+  RETURN_IF_ERROR(Body(batch));
+  if (logits != nullptr && model::Model::NumLogitRows(batch) > 0) {
+    RETURN_IF_ERROR(Head(batch, logits));
+  }
+  return cuda::CudaStatus(cudaStreamSynchronize(stream_), "forward");
+}
+
+absl::Status CudaModelRunner::Body(std::span<const model::ForwardSequence> batch) {
   if (num_blocks_ == 0 || !batch_.has_value()) return NoCacheError();
   RETURN_IF_ERROR(SelectDevice());
   RETURN_IF_ERROR(model_->ValidateBatch(batch, num_blocks_, block_size_));
@@ -56,13 +64,8 @@ absl::Status CudaModelRunner::Forward(std::span<const model::ForwardSequence> ba
   // The last layer's FFN output joins the residual here, as each layer's
   // joins it in the next layer's first norm.
   const cuda::RmsNormParams norm{n, c.hidden_dim, c.rms_norm_eps};
-  RETURN_IF_ERROR(cuda::AddRmsNorm(x_.as<float>(), out_.as<float>(),
-                                   weights_.output_norm.as<float>(), h_.as<float>(), norm,
-                                   stream_));
-  if (logits != nullptr && model::Model::NumLogitRows(batch) > 0) {
-    RETURN_IF_ERROR(Head(batch, logits));
-  }
-  return cuda::CudaStatus(cudaStreamSynchronize(stream_), "forward");
+  return cuda::AddRmsNorm(x_.as<float>(), out_.as<float>(), weights_.output_norm.as<float>(),
+                          h_.as<float>(), norm, stream_);
 }
 
 absl::Status CudaModelRunner::Layer(int32_t layer) {
@@ -142,12 +145,9 @@ absl::Status CudaModelRunner::Attention(int32_t layer) {
   return cuda::PagedAttentionPrefill(p, cache, stream_);
 }
 
-absl::Status CudaModelRunner::Head(std::span<const model::ForwardSequence> batch,
-                                   float* logits) {
-  const model::ModelConfig& c = model_->config();
-  const int64_t hidden = c.hidden_dim;
-  // Gather the normed rows that want logits into out_ (free after the final
-  // norm): each sequence's are its last num_logits, contiguous.
+absl::StatusOr<int64_t> CudaModelRunner::GatherLogitRows(
+    std::span<const model::ForwardSequence> batch) {
+  const int64_t hidden = model_->config().hidden_dim;
   int64_t row = 0;
   int64_t rows = 0;
   for (const model::ForwardSequence& s : batch) {
@@ -163,13 +163,25 @@ absl::Status CudaModelRunner::Head(std::span<const model::ForwardSequence> batch
     rows += s.num_logits;
     row += len;
   }
+  return rows;
+}
+
+absl::Status CudaModelRunner::ChunkLogits(int64_t first, int64_t count) {
+  const int64_t hidden = model_->config().hidden_dim;
+  return Project(weights_.output.view, out_.as<float>() + first * hidden, count,
+                 logits_.as<float>());
+}
+
+absl::Status CudaModelRunner::Head(std::span<const model::ForwardSequence> batch,
+                                   float* logits) {
+  const int64_t vocab = model_->config().vocab_size;
+  ASSIGN_OR_RETURN(const int64_t rows, GatherLogitRows(batch));
   for (int64_t r = 0; r < rows; r += logits_rows_) {
     const int64_t m = std::min<int64_t>(logits_rows_, rows - r);
-    RETURN_IF_ERROR(Project(weights_.output.view, out_.as<float>() + r * hidden, m,
-                            logits_.as<float>()));
+    RETURN_IF_ERROR(ChunkLogits(r, m));
     RETURN_IF_ERROR(cuda::CudaStatus(
-        cudaMemcpyAsync(logits + r * c.vocab_size, logits_.as<float>(),
-                        m * c.vocab_size * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+        cudaMemcpyAsync(logits + r * vocab, logits_.as<float>(), m * vocab * sizeof(float),
+                        cudaMemcpyDeviceToHost, stream_),
         "copying logits to the host"));
     // logits_ is reused by the next chunk: its copy must be done.
     RETURN_IF_ERROR(cuda::CudaStatus(cudaStreamSynchronize(stream_), "logits"));

@@ -72,6 +72,11 @@ absl::StatusOr<DeviceChoice> ParseDeviceFlags(const DeviceFlags& flags) {
   absl::StatusOr<std::vector<int>> gpus = ParseGpus(flags.gpus);
   if (!gpus.ok()) return gpus.status();
   choice.cuda.gpus = *std::move(gpus);
+  if (flags.cuda_sampling != "device" && flags.cuda_sampling != "host") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--cuda-sampling '%s' is not a sampling place: use device or host", flags.cuda_sampling));
+  }
+  choice.cuda.sample_on_device = flags.cuda_sampling == "device";
   // The CUDA settings mean nothing to the CPU: there they are not checked,
   // so that the CPU's own checks (e.g. the scheduler's token budget) name
   // what is wrong.

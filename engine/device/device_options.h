@@ -38,6 +38,10 @@ struct CudaOptions {
   // Device ordinals of this node's ranks, by local rank (--gpus 0,1); empty
   // → local rank r uses device r.
   std::vector<int> gpus;
+  // The target's tokens are sampled on the GPU (DeviceSampler), only the
+  // tokens and logprobs coming back; false copies every logits row to the
+  // host and samples there (--cuda-sampling host).
+  bool sample_on_device = true;
 };
 
 // The most tokens one forward may be sized for: 2^20.
@@ -62,6 +66,7 @@ struct DeviceFlags {
   double gpu_memory_fraction = 0.9;  // --gpu-memory-fraction
   int32_t max_batched_tokens = 2048;  // --max-batched-tokens (device scratch)
   std::string gpus;                  // --gpus: comma-separated ordinals, "" = by local rank
+  std::string cuda_sampling = "device";  // --cuda-sampling: device or host
 };
 struct DeviceChoice {
   Device device = Device::kCpu;

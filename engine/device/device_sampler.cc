@@ -71,6 +71,7 @@ absl::StatusOr<DeviceSampler> DeviceSampler::Create(int32_t max_rows, int32_t vo
   auto alloc = [](int64_t bytes, const char* what) {
     return cuda::DeviceBuffer::Allocate(bytes, what);
   };
+  ASSIGN_OR_RETURN(s.raw_, alloc(rows * vocab_size * 4, "sampler logits"));
   ASSIGN_OR_RETURN(s.processed_, alloc(rows * vocab_size * 4, "sampler logits"));
   const int64_t workspace_bytes = cuda::LogitsPenaltyWorkspaceBytes(max_rows, vocab_size);
   ASSIGN_OR_RETURN(s.workspace_, alloc(workspace_bytes, "sampler penalty scratch"));
@@ -93,11 +94,27 @@ absl::StatusOr<DeviceSampler> DeviceSampler::Create(int32_t max_rows, int32_t vo
   return s;
 }
 
-absl::Status DeviceSampler::Process(const float* logits,
-                                    std::span<const sampling::SamplingRow> rows,
+absl::Status DeviceSampler::GatherRows(const float* logits, std::span<const int64_t> logit_rows,
+                                       cudaStream_t stream) {
+  const int64_t row_bytes = int64_t{vocab_size_} * 4;
+  // One copy per run of consecutive rows (a decode step's rows are one run).
+  for (size_t begin = 0, end = 0; begin < logit_rows.size(); begin = end) {
+    end = begin + 1;
+    while (end < logit_rows.size() && logit_rows[end] == logit_rows[end - 1] + 1) ++end;
+    if (cudaMemcpyAsync(raw_.as<float>() + static_cast<int64_t>(begin) * vocab_size_,
+                        logits + logit_rows[begin] * vocab_size_,
+                        static_cast<int64_t>(end - begin) * row_bytes, cudaMemcpyDeviceToDevice,
+                        stream) != cudaSuccess) {
+      return absl::InternalError("device sampler: gathering the logits rows failed");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeviceSampler::Process(std::span<const sampling::SamplingRow> rows,
                                     cudaStream_t stream) {
   const int32_t n = static_cast<int32_t>(rows.size());
-  if (cudaMemcpyAsync(processed_.data(), logits, int64_t{n} * vocab_size_ * 4,
+  if (cudaMemcpyAsync(processed_.data(), raw_.data(), int64_t{n} * vocab_size_ * 4,
                       cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
     return absl::InternalError("device sampler: copying the logits failed");
   }
@@ -185,22 +202,25 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
                          stream);
 }
 
-absl::Status DeviceSampler::Sample(const float* logits,
+absl::Status DeviceSampler::Sample(const float* logits, std::span<const int64_t> logit_rows,
                                    std::span<const sampling::SamplingRow> rows,
                                    std::span<sampling::SampleResult> results,
                                    std::vector<int32_t>* host_rows, cudaStream_t stream) {
   const int32_t n = static_cast<int32_t>(rows.size());
-  if (rows.size() > static_cast<size_t>(max_rows_) || results.size() != rows.size()) {
+  if (rows.size() > static_cast<size_t>(max_rows_) || results.size() != rows.size() ||
+      logit_rows.size() != rows.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "device sampler: %d rows (at most %d) with %d results", rows.size(), max_rows_,
-        results.size()));
+        "device sampler: %d rows (at most %d) with %d logits rows and %d results", rows.size(),
+        max_rows_, logit_rows.size(), results.size()));
   }
   if (n == 0) return absl::OkStatus();
-  RETURN_IF_ERROR(Process(logits, rows, stream));
+  RETURN_IF_ERROR(GatherRows(logits, logit_rows, stream));
+  RETURN_IF_ERROR(Process(rows, stream));
   RETURN_IF_ERROR(Draw(rows, stream));
   RETURN_IF_ERROR(cuda::LogSoftmaxNormalizers(
-      logits, n, vocab_size_, normalizers_.as<cuda::LogSoftmaxNormalizerResult>(), stream));
-  RETURN_IF_ERROR(cuda::GatherLogits(logits, tokens_.as<int32_t>(), n, vocab_size_,
+      raw_.as<float>(), n, vocab_size_, normalizers_.as<cuda::LogSoftmaxNormalizerResult>(),
+      stream));
+  RETURN_IF_ERROR(cuda::GatherLogits(raw_.as<float>(), tokens_.as<int32_t>(), n, vocab_size_,
                                      raw_at_token_.as<float>(), stream));
   std::vector<int32_t> tokens;
   std::vector<cuda::LogSoftmaxNormalizerResult> norms;

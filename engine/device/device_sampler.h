@@ -51,28 +51,32 @@ class DeviceSampler {
   static absl::StatusOr<DeviceSampler> Create(int32_t max_rows, int32_t vocab_size,
                                               int64_t max_tokens);
 
-  // Samples rows[i] from row i of `logits` (device, [rows.size(),
+  // Samples rows[i] from row logit_rows[i] of `logits` (device, [*,
   // vocab_size]); rows[i].logits is not read. results[i] gets the token and
   // its logprob (top_logprobs and beam_candidates stay empty), or token -1
-  // for a row left to the host, whose index is appended to *host_rows.
+  // for a row left to the host, whose index i is appended to *host_rows.
   // INVALID_ARGUMENT when rows exceed max_rows, their histories max_tokens,
-  // or results' size differs; INTERNAL for a CUDA error. Returns when the
+  // or the spans' sizes differ; INTERNAL for a CUDA error. Returns when the
   // results are on the host.
-  absl::Status Sample(const float* logits, std::span<const sampling::SamplingRow> rows,
+  absl::Status Sample(const float* logits, std::span<const int64_t> logit_rows,
+                      std::span<const sampling::SamplingRow> rows,
                       std::span<sampling::SampleResult> results, std::vector<int32_t>* host_rows,
                       cudaStream_t stream);
 
  private:
   DeviceSampler() = default;
-  // Masks, penalties and temperature on processed_ (a copy of `logits`).
-  absl::Status Process(const float* logits, std::span<const sampling::SamplingRow> rows,
-                       cudaStream_t stream);
+  // raw_ <- the rows' logits, in order.
+  absl::Status GatherRows(const float* logits, std::span<const int64_t> logit_rows,
+                          cudaStream_t stream);
+  // Masks, penalties and temperature on processed_ (a copy of raw_).
+  absl::Status Process(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
   // Tokens of the processed rows into tokens_ (kNoDraw where undecided).
   absl::Status Draw(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
 
   int32_t max_rows_ = 0;
   int32_t vocab_size_ = 0;
   int64_t max_tokens_ = 0;
+  cuda::DeviceBuffer raw_;            // [max_rows, vocab] f32, the rows as given
   cuda::DeviceBuffer processed_;      // [max_rows, vocab] f32
   cuda::DeviceBuffer workspace_;      // the penalties' scratch, all zero between calls
   cuda::DeviceBuffer token_ids_;      // [max_tokens] histories

@@ -11,9 +11,13 @@
 #include <cstdint>
 #include <span>
 
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "engine/kv/block_copy.h"
 #include "engine/model/model.h"
+#include "engine/sampling/sampler.h"
 
 namespace tandem::model {
 
@@ -43,6 +47,27 @@ class ModelRunner {
   // skips the head). InvalidArgument as Model::Forward, and for a batch past
   // the runner's capacity (naming it); FailedPrecondition without a cache.
   virtual absl::Status Forward(std::span<const ForwardSequence> batch, float* logits) = 0;
+
+  // Sampling on the device, for runners whose logits are computed there
+  // (the CUDA runner's DeviceSampler): true when ForwardSample is available.
+  virtual bool samples_on_device() const { return false; }
+
+  // As Forward, but the logits stay on the device: logits row
+  // logit_rows[i] (the batch-order index Forward would write it at) is
+  // sampled there with rows[i] (its `logits` not read) into results[i], as
+  // the Sampler would. A row the device leaves to the host (beam candidates,
+  // top logprobs, nothing left to draw) gets token -1, its index i appended
+  // to *host_rows, and its raw logits copied to host `logits` at its row
+  // ([rows, vocab], as Forward's); no other row is copied. Fails as Forward;
+  // Unimplemented where samples_on_device() is false.
+  virtual absl::Status ForwardSample(std::span<const ForwardSequence> batch,
+                                     std::span<const int64_t> logit_rows,
+                                     std::span<const sampling::SamplingRow> rows,
+                                     std::span<sampling::SampleResult> results, float* logits,
+                                     std::vector<int32_t>* host_rows) {
+    return absl::UnimplementedError(
+        absl::StrCat("sampling on the device: the ", device_name(), " runner has none"));
+  }
 };
 
 }  // namespace tandem::model

@@ -7,7 +7,9 @@ Device precision: --cuda-weights native (Q4_1 weights dequantized in the
 kernels' registers, f32 activations) with --precision reference (f32 KV
 cache). Logits then differ from the CPU's by summation order only
 (cuda_model_runner_test bounds them at 1e-4 of the row's largest logit), so
-greedy tokens must be equal. Standard library only.
+greedy tokens must be equal, and seeded sampling (drawn on the device by
+DeviceSampler with the CPU's counter RNG) too, but for a draw within that
+much of a boundary. Standard library only.
 
 Env: TANDEM_BIN (build/bin/tandem, built with the emulated backend),
 TANDEM_MODEL (the default GGUF), TANDEM_CUDA_RUNTIME (`emulated`, the
@@ -69,13 +71,26 @@ def greedy(prompt, max_tokens=MAX_TOKENS, **extra):
     return dict(prompt=prompt, max_tokens=max_tokens, temperature=0, ignore_eos=True, **extra)
 
 
+# Seeded sampling, drawn on the device (DeviceSampler): top-k within the
+# candidate kernel, the whole vocabulary (VocabDraw) with min-p and a
+# repetition penalty, and n = 2 streams.
+SAMPLED = [
+    dict(prompt=PROMPTS[1], max_tokens=MAX_TOKENS, temperature=0.8, top_k=20, top_p=0.9, seed=7,
+         ignore_eos=True),
+    dict(prompt=PROMPTS[2], max_tokens=MAX_TOKENS, temperature=1.1, min_p=0.05,
+         repetition_penalty=1.2, seed=11, ignore_eos=True),
+    dict(prompt=PROMPTS[3], max_tokens=MAX_TOKENS, temperature=0.7, seed=3, n=2, ignore_eos=True),
+]
+
+
 class CudaRunTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         # One run each way: every prompt alone (greedy), then the first one
         # again with n = 2, whose two samples fork its blocks (copy-on-write
         # on the device) and must both be the n = 1 continuation.
-        cls.requests = [greedy(p) for p in PROMPTS] + [greedy(PROMPTS[0], n=2)]
+        # Then the seeded sampling requests (sampled on the device).
+        cls.requests = [greedy(p) for p in PROMPTS] + [greedy(PROMPTS[0], n=2)] + SAMPLED
         cls.cpu, _ = run_requests(cls.requests, [])
         cls.cuda, cls.cuda_err = run_requests(cls.requests, CUDA)
 
@@ -86,17 +101,23 @@ class CudaRunTest(unittest.TestCase):
         else:
             self.assertIn("cuda (emulated on the CPU)", self.cuda_err)
 
-    def test_greedy_tokens_equal_the_cpu_reference(self):
-        # The prompts' sequences, then the fork's two.
+    def test_tokens_equal_the_cpu_reference(self):
+        # The prompts' sequences, the fork's two, then the sampled ones.
         cpu = token_ids(self.cpu)
-        self.assertEqual(len(cpu), len(PROMPTS) + 2)
+        self.assertEqual(len(cpu), len(PROMPTS) + 2 + len(SAMPLED) + 1)
         for tokens in cpu:
             self.assertEqual(len(tokens), MAX_TOKENS)
         self.assertEqual(token_ids(self.cuda), cpu)
 
     def test_forked_request_gives_the_same_tokens(self):
         tokens = token_ids(self.cuda)
-        self.assertEqual(tokens[len(PROMPTS):], [tokens[0]] * 2)
+        self.assertEqual(tokens[len(PROMPTS):len(PROMPTS) + 2], [tokens[0]] * 2)
+
+    def test_host_sampling_gives_the_device_tokens(self):
+        # --cuda-sampling host copies the logits to the host and samples
+        # there: the same logits, so the same tokens as on the device.
+        host, _ = run_requests(SAMPLED, CUDA + ["--cuda-sampling", "host"])
+        self.assertEqual(token_ids(host), token_ids(self.cuda)[len(PROMPTS) + 2:])
 
     def test_prefix_cache_hit_gives_the_same_tokens(self):
         requests = [greedy(SHARED + "The robot", 4), greedy(SHARED + "Its first", 4)]
@@ -117,6 +138,7 @@ class CudaRunTest(unittest.TestCase):
             (["--device", "tpu"], ["--device", "tpu", "cpu or cuda"]),
             (["--device", "cuda", "--cuda-weights", "fp8"], ["--cuda-weights", "fp8"]),
             (["--device", "cuda", "--gpu-memory-fraction", "0"], ["--gpu-memory-fraction", "(0, 1]"]),
+            (["--device", "cuda", "--cuda-sampling", "gpu"], ["--cuda-sampling", "'gpu'"]),
         ]:
             code, _, err = run(["--prompt", "hi", "--max-tokens", "1"] + args)
             self.assertEqual(code, 1, err)

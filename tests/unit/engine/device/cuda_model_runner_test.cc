@@ -115,6 +115,59 @@ TEST(CudaModelRunnerTest, StepsAllocateNoDeviceMemory) {
   EXPECT_EQ(cuda::DeviceAllocationCount(), before);
 }
 
+// ForwardSample against Forward + the CPU Sampler on the same rows: 70
+// logits rows (two chunks of the device logits buffer), greedy and seeded
+// rows in both chunks and out of order, and a beam row left to the host
+// with its logits copied.
+TEST(CudaModelRunnerTest, ForwardSampleEqualsTheCpuSampler) {
+  // bf16 weights: the head needs no dequantization per call (the reference
+  // is this runner's own Forward, so the precision does not matter here).
+  auto device = MakeRunner(CudaWeights::kBf16, /*max_tokens=*/128);
+  ASSERT_TRUE(device->samples_on_device());
+  const int32_t vocab = DeviceModel().config().vocab_size;
+  const std::vector<Seq> step = {{Tokens(70, 12), 0, Blocks({0, 1, 2, 3, 4}), 70}};
+  const std::vector<float> logits = Forward(*device, step);
+  sampling::SamplingParams greedy, sampled, beam;
+  greedy.temperature = 0.0f;
+  sampled.temperature = 0.9f;
+  sampled.top_p = 0.95f;
+  sampled.repetition_penalty = 1.1f;
+  beam.temperature = 0.0f;
+  beam.beam_candidates = 2;
+  const std::vector<int32_t> history = Tokens(6, 13);
+  const std::vector<int64_t> logit_rows = {69, 3, 66, 0, 40};
+  const sampling::SamplingParams* params[] = {&sampled, &greedy, &greedy, &sampled, &beam};
+  std::vector<sampling::SamplingRow> rows;
+  for (size_t i = 0; i < logit_rows.size(); ++i) {
+    rows.push_back({.logits = logits.data() + logit_rows[i] * vocab,
+                    .params = params[i],
+                    .output_tokens = std::span(history).first(i),
+                    .seed = 100 + i});
+  }
+  std::vector<sampling::SampleResult> cpu(rows.size());
+  sampling::Sampler(vocab).SampleBatch(rows, cpu, nullptr);
+
+  std::vector<ForwardSequence> batch;
+  for (const Seq& s : step) batch.push_back({s.tokens, s.start_pos, s.table, s.num_logits});
+  std::vector<float> host_logits(logits.size(), 0.0f);
+  std::vector<sampling::SampleResult> got(rows.size());
+  std::vector<int32_t> host_rows;
+  const int64_t allocations = cuda::DeviceAllocationCount();
+  ASSERT_TRUE(
+      device->ForwardSample(batch, logit_rows, rows, got, host_logits.data(), &host_rows).ok());
+  EXPECT_EQ(cuda::DeviceAllocationCount(), allocations);
+  EXPECT_EQ(host_rows, std::vector<int32_t>{4});
+  for (size_t i = 0; i + 1 < rows.size(); ++i) {
+    EXPECT_EQ(got[i].token, cpu[i].token) << "row " << i;
+    EXPECT_NEAR(got[i].logprob, cpu[i].logprob, 1e-5) << "row " << i;
+  }
+  EXPECT_EQ(got[4].token, -1);
+  // The host row's logits were copied, and only they.
+  EXPECT_TRUE(std::equal(logits.begin() + 40 * vocab, logits.begin() + 41 * vocab,
+                         host_logits.begin() + 40 * vocab));
+  EXPECT_EQ(host_logits[0], 0.0f);
+}
+
 TEST(CudaModelRunnerTest, RejectsABatchPastItsCapacity) {
   auto device = MakeRunner(CudaWeights::kNative, /*max_tokens=*/16);
   const std::vector<int32_t> tokens = Tokens(17, 11);

@@ -92,8 +92,21 @@ DeviceRun SampleOnDevice(DeviceSampler& sampler, const std::vector<RowData>& row
   DeviceRun run;
   run.results.resize(rows.size());
   const int64_t allocations = cuda::DeviceAllocationCount();
+  // The rows in reverse order of the logits, to exercise the gather.
+  std::vector<int64_t> logit_rows;
+  std::vector<sampling::SamplingRow> reversed;
+  for (size_t r = rows.size(); r-- > 0;) {
+    logit_rows.push_back(static_cast<int64_t>(r));
+    reversed.push_back(views[r]);
+  }
+  std::vector<sampling::SampleResult> results(rows.size());
+  std::vector<int32_t> host_rows;
   const absl::Status s =
-      sampler.Sample(device->as<float>(), views, run.results, &run.host_rows, nullptr);
+      sampler.Sample(device->as<float>(), logit_rows, reversed, results, &host_rows, nullptr);
+  for (size_t i = 0; i < rows.size(); ++i) run.results[rows.size() - 1 - i] = results[i];
+  for (size_t i = host_rows.size(); i-- > 0;) {
+    run.host_rows.push_back(static_cast<int32_t>(rows.size()) - 1 - host_rows[i]);
+  }
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(cuda::DeviceAllocationCount(), allocations) << "Sample allocated device memory";
   return run;
@@ -175,7 +188,9 @@ TEST(DeviceSamplerTest, RefusesBadSizes) {
   for (const RowData& row : rows) views.push_back(row.View());
   std::vector<sampling::SampleResult> results(3);
   std::vector<int32_t> host_rows;
-  const absl::Status s = sampler.Sample(nullptr, views, results, &host_rows, nullptr);
+  const std::vector<int64_t> logit_rows = {0, 1, 2};
+  const absl::Status s =
+      sampler.Sample(nullptr, logit_rows, views, results, &host_rows, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("3 rows (at most 2)"), std::string_view::npos) << s;
 }

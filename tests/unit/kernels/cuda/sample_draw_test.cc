@@ -155,7 +155,7 @@ TEST_P(SampleDrawTest, EqualsTheCpuSampler) {
   constexpr int32_t kVocab = 500;
   std::mt19937 rng(11);
   std::vector<Row> rows;
-  for (int i = 0; i < 24; ++i) rows.push_back(RandomRow(rng, kVocab));
+  for (int i = 0; i < 12; ++i) rows.push_back(RandomRow(rng, kVocab));
   const std::vector<int32_t> got = DeviceSample(rows, kVocab);
   for (size_t r = 0; r < rows.size(); ++r) {
     EXPECT_EQ(got[r], CpuSample(rows[r], kVocab))
@@ -198,7 +198,8 @@ TEST_P(SampleDrawTest, VocabDrawEqualsTheCpuSampler) {
   }
 }
 
-TEST_P(SampleDrawTest, SameTokenAloneAndInABatch) {
+// Once, in the default order (the ordered tests above vary it).
+TEST(SampleDrawBatchTest, SameTokenAloneAndInABatch) {
   constexpr int32_t kVocab = 300;
   std::mt19937 rng(5);
   std::vector<Row> rows;
@@ -212,7 +213,7 @@ TEST_P(SampleDrawTest, SameTokenAloneAndInABatch) {
   }
 }
 
-TEST_P(SampleDrawTest, NoCandidatesGiveNoDraw) {
+TEST(SampleDrawBatchTest, NoCandidatesGiveNoDraw) {
   constexpr int32_t kVocab = 8;
   Row empty;
   empty.logits.assign(kVocab, -std::numeric_limits<float>::infinity());
@@ -235,7 +236,9 @@ INSTANTIATE_TEST_SUITE_P(Orders, SampleDrawTest,
 
 // Goodness of fit: the kept candidates of the fit logits under `params`,
 // copied to kDraws rows, each drawn with its own (stream, step).
-constexpr int kDraws = 24000;
+// 6000 draws: the power test's wrong temperature scores ~230 against a 0.999
+// quantile of ~44, and the file stays within minutes under ThreadSanitizer.
+constexpr int kDraws = 6000;
 constexpr int kSteps = 120;  // draws = streams x steps
 
 std::vector<int> CountTokens(const std::vector<int32_t>& tokens, int32_t vocab) {
@@ -271,8 +274,9 @@ std::vector<int> DrawCounts(const sampling::SamplingParams& params, uint64_t see
 }
 
 // The same through VocabDraw, one row per draw (fewer: a row costs ~130
-// block-wide passes under emulation).
-constexpr int kVocabDraws = 3000;
+// block-wide passes under emulation; its tokens also equal the CPU
+// sampler's, EqualsTheCpuSampler above).
+constexpr int kVocabDraws = 1000;
 
 std::vector<int> VocabDrawCounts(const sampling::SamplingParams& params, uint64_t seed) {
   const std::vector<float>& logits = sampling::fit::FitLogits();
@@ -326,12 +330,10 @@ TEST(SampleDrawDistributionTest, TopKTopPMinPCombined) {
   EXPECT_GE(excluded, 20 - 10);
 }
 
+// One combined case: top-k (VocabDraw's bisection), top-p and min-p.
 TEST(SampleDrawDistributionTest, VocabDrawFits) {
   using sampling::fit::ExpectedProbs;
   using sampling::fit::FitLogits;
-  EXPECT_EQ(sampling::fit::ExpectFit(VocabDrawCounts(Params(0.7f, 0, 1.0f, 0.0f), 7),
-                                     ExpectedProbs(FitLogits(), {.temperature = 0.7f})),
-            0);
   EXPECT_GE(sampling::fit::ExpectFit(
                 VocabDrawCounts(Params(1.3f, 10, 0.9f, 0.1f), 7),
                 ExpectedProbs(FitLogits(),
@@ -343,11 +345,9 @@ TEST(SampleDrawDistributionTest, VocabDrawFits) {
 TEST(SampleDrawDistributionTest, DetectsAWrongDistribution) {
   const std::vector<double> wrong =
       sampling::fit::ExpectedProbs(sampling::fit::FitLogits(), {.temperature = 0.85f});
-  for (const std::vector<int>& counts : {DrawCounts(Params(0.7f, 0, 1.0f, 0.0f), 20240601),
-                                         VocabDrawCounts(Params(0.7f, 0, 1.0f, 0.0f), 7)}) {
-    const auto [stat, df] = sampling::fit::ChiSquare(counts, wrong);
-    EXPECT_GT(stat, sampling::fit::Chi2Quantile999(df));
-  }
+  const auto [stat, df] =
+      sampling::fit::ChiSquare(DrawCounts(Params(0.7f, 0, 1.0f, 0.0f), 20240601), wrong);
+  EXPECT_GT(stat, sampling::fit::Chi2Quantile999(df));
 }
 
 TEST(SampleDrawArgumentsTest, RefusesBadArguments) {
