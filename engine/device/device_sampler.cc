@@ -1,11 +1,10 @@
 #include "engine/device/device_sampler.h"
 
-#include <cmath>
-#include <limits>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "engine/sampling/logits_processor.h"
 #include "kernels/cuda/logits.cuh"
 #include "kernels/cuda/sample_draw.cuh"
 #include "kernels/cuda/top_k.cuh"
@@ -242,10 +241,7 @@ absl::Status DeviceSampler::Sample(const float* logits, std::span<const int64_t>
       continue;
     }
     result.token = tokens[r];
-    // As RowSampler::ComputeLogprobs: raw logit minus max + log Σ e^(l - max).
-    const double log_normalizer = static_cast<double>(norms[r].max) + std::log(norms[r].sum);
-    const float value = std::isnan(raw[r]) ? -std::numeric_limits<float>::infinity() : raw[r];
-    result.logprob = static_cast<float>(static_cast<double>(value) - log_normalizer);
+    result.logprob = sampling::RawLogprob(raw[r], norms[r].max, norms[r].sum);
   }
   return absl::OkStatus();
 }

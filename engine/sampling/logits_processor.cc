@@ -74,6 +74,11 @@ void ApplyTemperature(std::span<float> logits, float temperature) {
   for (float& l : logits) l /= temperature;
 }
 
+float RawLogprob(float logit, float max, double sum) {
+  const double value = std::isnan(logit) ? static_cast<double>(kNegInf) : logit;
+  return static_cast<float>(value - (static_cast<double>(max) + std::log(sum)));
+}
+
 int32_t Argmax(std::span<const float> logits) {
   int32_t best = -1;
   float best_value = kNegInf;

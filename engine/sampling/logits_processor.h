@@ -30,6 +30,12 @@
 
 namespace tandem::sampling {
 
+// log_softmax at a raw logit given its row's normalizer (the row's largest
+// logit `max` and sum = Σ e^(l - max), kernels::SoftmaxNormalizer):
+// logit - (max + log(sum)) in double, NaN counting as -inf. The logprob the
+// Sampler reports, on the host or from a device's normalizer.
+float RawLogprob(float logit, float max, double sum);
+
 // Sets logits[id] = -inf for each id. Ids must be in [0, logits.size())
 // (CHECK: they were validated against the vocabulary upstream).
 void MaskTokens(std::span<float> logits, std::span<const int32_t> ids);

@@ -101,10 +101,7 @@ void RowSampler::ComputeLogprobs(const float* raw, int32_t num_top, SampleResult
   const size_t v = static_cast<size_t>(vocab_size_);
   // log_softmax(x)_i = x_i - (max + log(sum exp(x - max))), vectorized.
   const kernels::SoftmaxNormalizer norm = kernels::LogSoftmaxNormalizer(raw, vocab_size_, isa_);
-  const double log_normalizer = static_cast<double>(norm.max) + std::log(norm.sum);
-  auto logprob = [&](int32_t id) {
-    return static_cast<float>(static_cast<double>(RankKey(raw[id])) - log_normalizer);
-  };
+  auto logprob = [&](int32_t id) { return RawLogprob(raw[id], norm.max, norm.sum); };
   result->logprob = logprob(result->token);
 
   result->top_logprobs.clear();
