@@ -18,6 +18,7 @@ Env: TANDEM_COORDINATOR_BIN, TANDEM_WORKER_BIN, TANDEM_BIN, TANDEM_MODEL.
 import os
 import subprocess
 import tempfile
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -72,8 +73,19 @@ class ApiKeyTest(unittest.TestCase):
         cls.server.kill()
 
     def steps(self):
+        """The group's step count once it is idle: the count is published after
+        a step's tokens reach the client, so a request that just returned may
+        still add its last step."""
+        last = None
+        deadline = time.monotonic() + 10
         with sdk(self.server.address, KEY) as c:
-            return c.model_info().worker_groups[0].num_steps
+            while time.monotonic() < deadline:
+                group = c.model_info().worker_groups[0]
+                if group.load == 0 and group.num_steps == last:
+                    return last
+                last = group.num_steps
+                time.sleep(0.2)
+        self.fail(f"the worker group did not settle within 10 s (steps {last})")
 
     def test_grpc_calls_need_the_key(self):
         before = self.steps()
