@@ -80,21 +80,29 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
   std::vector<sampling::SamplingRow> sample_rows;
   std::vector<sampling::VerifyRow> verify_rows;
   std::vector<sampling::SampleResult> samples;
+  std::vector<sampling::VerifyResult> verified;
   std::chrono::steady_clock::time_point sample_start;
-  if (SamplesOnDevice(plan, states)) {
-    BuildRows(plan, states, sample_rows, verify_rows);  // plain rows only: no side effects
+  if (SamplesOnDevice(plan)) {
+    // Before the forward: BuildRows' only side effect, a beam's history made
+    // the coordinator's, is the same when a failed step is retried.
+    BuildRows(plan, states, sample_rows, verify_rows);
+    const size_t num_plain = sample_rows.size();
+    std::vector<std::vector<int32_t>> histories;
+    AppendVerifyPositions(verify_rows, sample_rows, histories);
     samples.resize(sample_rows.size());
     RETURN_IF_ERROR(ForwardSampleOnDevice(plan, sample_rows, samples, result.timings));
     sample_start = std::chrono::steady_clock::now();
+    verified = FoldVerifyPositions(verify_rows, std::span(samples).subspan(num_plain));
+    samples.resize(num_plain);
   } else {
     RETURN_IF_ERROR(RunForward(plan, logits_.data(), result.timings));
     sample_start = std::chrono::steady_clock::now();
     BuildRows(plan, states, sample_rows, verify_rows);
     samples.resize(sample_rows.size());
     sampler_.SampleBatch(sample_rows, samples, model_->pool());
+    verified.resize(verify_rows.size());
+    verifier_.VerifyBatch(verify_rows, verified, model_->pool());
   }
-  std::vector<sampling::VerifyResult> verified(verify_rows.size());
-  verifier_.VerifyBatch(verify_rows, verified, model_->pool());
   result.results = CollectResults(plan, states, samples, verified);
   result.prompt_logprobs = ScorePrompts(plan, states);
   result.timings.sample_ms = MillisSince(sample_start);
@@ -102,17 +110,54 @@ absl::StatusOr<StepResult> StepExecutor::Execute(const StepPlan& plan) {
   return result;
 }
 
-bool StepExecutor::SamplesOnDevice(const StepPlan& plan,
-                                   std::span<SequenceState* const> states) const {
+bool StepExecutor::SamplesOnDevice(const StepPlan& plan) const {
   if (!runner_->samples_on_device()) return false;
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
-    const SequenceStep& s = plan.sequences[i];
     if (prompt_rows_[i] > 0) return false;
-    if (s.sample && (s.num_draft_tokens > 0 || states[i]->params.beam_candidates > 0)) {
-      return false;
-    }
   }
   return true;
+}
+
+void StepExecutor::AppendVerifyPositions(std::span<const sampling::VerifyRow> verify_rows,
+                                         std::vector<sampling::SamplingRow>& rows,
+                                         std::vector<std::vector<int32_t>>& histories) {
+  const int64_t vocab = model_->config().vocab_size;
+  histories.reserve(verify_rows.size());  // rows view them: no reallocation
+  for (const sampling::VerifyRow& v : verify_rows) {
+    std::vector<int32_t>& history = histories.emplace_back(v.target.output_tokens.begin(),
+                                                           v.target.output_tokens.end());
+    history.insert(history.end(), v.draft_tokens.begin(), v.draft_tokens.end());
+    const size_t before = v.target.output_tokens.size();
+    for (size_t i = 0; i <= v.draft_tokens.size(); ++i) {
+      // Position i: the target's logits after draft i, the history through it.
+      sampling::SamplingRow at = v.target;
+      at.logits = v.target.logits + static_cast<int64_t>(i) * vocab;
+      at.output_tokens = std::span<const int32_t>(history).first(before + i);
+      if (i < v.draft_tokens.size()) {
+        at.draft_token = v.draft_tokens[i];
+        at.draft_probs = &v.draft_probs[i];
+      }
+      rows.push_back(at);
+    }
+  }
+}
+
+std::vector<sampling::VerifyResult> StepExecutor::FoldVerifyPositions(
+    std::span<const sampling::VerifyRow> verify_rows,
+    std::span<sampling::SampleResult> positions) {
+  std::vector<sampling::VerifyResult> verified(verify_rows.size());
+  size_t next = 0;
+  for (size_t v = 0; v < verify_rows.size(); ++v) {
+    const size_t g = verify_rows[v].draft_tokens.size();
+    std::span<sampling::SampleResult> mine = positions.subspan(next, g + 1);
+    next += g + 1;
+    size_t i = 0;
+    while (i < g && mine[i].draft_accepted) verified[v].accepted.push_back(std::move(mine[i++]));
+    // The correction at the first rejection, or the bonus token.
+    verified[v].next = std::move(mine[i]);
+    verified[v].next.draft_accepted = false;
+  }
+  return verified;
 }
 
 absl::Status StepExecutor::ForwardSampleOnDevice(const StepPlan& plan,
@@ -133,11 +178,22 @@ absl::Status StepExecutor::ForwardSampleOnDevice(const StepPlan& plan,
   for (const SequenceStep& s : plan.sequences) timings.num_tokens += s.tokens.size();
   if (host.empty()) return absl::OkStatus();
   // The rows the device left to the host: their logits are in logits_.
+  // Verification positions take the verifier's decision there.
   std::vector<sampling::SamplingRow> host_rows;
-  for (int32_t i : host) host_rows.push_back(rows[i]);
-  std::vector<sampling::SampleResult> host_results(host.size());
+  std::vector<int32_t> host_index;
+  for (int32_t i : host) {
+    if (rows[i].draft_token >= 0) {
+      verifier_.VerifyPosition(rows[i], &samples[i]);
+      continue;
+    }
+    host_rows.push_back(rows[i]);
+    host_index.push_back(i);
+  }
+  std::vector<sampling::SampleResult> host_results(host_rows.size());
   sampler_.SampleBatch(host_rows, host_results, model_->pool());
-  for (size_t k = 0; k < host.size(); ++k) samples[host[k]] = std::move(host_results[k]);
+  for (size_t k = 0; k < host_rows.size(); ++k) {
+    samples[host_index[k]] = std::move(host_results[k]);
+  }
   return absl::OkStatus();
 }
 

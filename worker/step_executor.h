@@ -86,12 +86,26 @@ class StepExecutor {
   // Runs the forward over batch_ (logits into `logits` unless null) and
   // records its time and token count in `timings`.
   absl::Status RunForward(const StepPlan& plan, float* logits, StepTimings& timings);
-  // Whether this step samples on the runner's device: the runner can, and
-  // every sampled row is a plain one (no drafts to verify, no beams) and no
-  // sequence scores prompt positions (those need host logits).
-  bool SamplesOnDevice(const StepPlan& plan, std::span<SequenceState* const> states) const;
+  // Whether this step samples (and verifies drafts) on the runner's device:
+  // the runner can, and no sequence scores prompt positions (those need
+  // host logits).
+  bool SamplesOnDevice(const StepPlan& plan) const;
+  // One sampling row per position of each verify row (g drafts: g + 1
+  // rows), appended to `rows`: position i reads the target's logits after
+  // draft i with the history through it (kept in `histories`) and carries
+  // draft i + 1 to verify; the last, the bonus position, none.
+  void AppendVerifyPositions(std::span<const sampling::VerifyRow> verify_rows,
+                             std::vector<sampling::SamplingRow>& rows,
+                             std::vector<std::vector<int32_t>>& histories);
+  // The verifier's results from those positions' results, in the same
+  // order: the drafts accepted up to the first rejection, then its
+  // correction (or the bonus token) — what VerifyBatch returns.
+  static std::vector<sampling::VerifyResult> FoldVerifyPositions(
+      std::span<const sampling::VerifyRow> verify_rows,
+      std::span<sampling::SampleResult> positions);
   // The forward with sampling on the device (ModelRunner::ForwardSample);
-  // rows it leaves to the host are sampled here from their copied logits.
+  // rows it leaves to the host are sampled (verification positions:
+  // verified) here from their copied logits.
   // `rows` point into logits_ (BuildRows), which gives their logits rows.
   absl::Status ForwardSampleOnDevice(const StepPlan& plan,
                                      std::span<const sampling::SamplingRow> rows,

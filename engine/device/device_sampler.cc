@@ -1,13 +1,17 @@
 #include "engine/device/device_sampler.h"
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "engine/sampling/logits_processor.h"
+#include "engine/sampling/speculative_verifier.h"
 #include "kernels/cuda/logits.cuh"
 #include "kernels/cuda/sample_draw.cuh"
 #include "kernels/cuda/top_k.cuh"
+#include "kernels/cuda/verify_draft.cuh"
 #include "kernels/cuda/vocab_draw.cuh"
 
 namespace tandem::device {
@@ -17,20 +21,52 @@ namespace {
 // row with more is left to the host.
 constexpr int32_t kMaxMaskIdsPerRow = 64;
 
-bool HostOnly(const sampling::SamplingRow& row) {
-  const sampling::SamplingParams& p = *row.params;
-  const int64_t mask_ids = static_cast<int64_t>(p.stop_token_ids.size()) +
-                           static_cast<int64_t>(row.eos_token_ids.size());
-  return p.beam_candidates > 0 || p.logprobs > 0 || mask_ids > kMaxMaskIdsPerRow;
-}
+// A beam-search row the device ranks (host rows excluded by the caller).
+bool Beam(const sampling::SamplingParams& p) { return p.beam_candidates > 0; }
 
 bool Greedy(const sampling::SamplingParams& p) {
   return p.temperature < sampling::kGreedyTemperature;
 }
 
-// Candidate-kernel rows: greedy (k = 1) and top-k within its capacity.
+// Candidate-kernel rows: beams, greedy (k = 1) and top-k within its capacity.
 bool UsesTopKKernel(const sampling::SamplingParams& p) {
-  return Greedy(p) || (p.top_k >= 1 && p.top_k <= cuda::kTopKMaxCandidates);
+  return Beam(p) || Greedy(p) || (p.top_k >= 1 && p.top_k <= cuda::kTopKMaxCandidates);
+}
+
+// Rows the device never takes (see the header), whatever the batch.
+bool HostOnly(const sampling::SamplingRow& row) {
+  const sampling::SamplingParams& p = *row.params;
+  const int64_t mask_ids = static_cast<int64_t>(p.stop_token_ids.size()) +
+                           static_cast<int64_t>(row.eos_token_ids.size());
+  const bool host_beam =
+      Beam(p) && (p.beam_sample || p.beam_candidates > cuda::kTopKMaxCandidates);
+  // A draft is verified over the candidate kernel's kept list.
+  const bool host_draft = row.draft_token >= 0 && (Beam(p) || !UsesTopKKernel(p));
+  return host_beam || host_draft || p.logprobs > 0 || mask_ids > kMaxMaskIdsPerRow;
+}
+
+// A sampling row with a draft to verify by VerifyDrafts (greedy rows compare
+// the argmax with the draft on the host).
+bool SampledDraft(const sampling::SamplingRow& row) {
+  return row.draft_token >= 0 && !Greedy(*row.params);
+}
+
+// The draft's support sorted by token, each once, with q(d) taken from
+// `prob` as the CPU verifier's dense q has it (later entries win).
+void AppendSupport(const sampling::SamplingRow& row, std::vector<int32_t>* tokens,
+                   std::vector<float>* probs) {
+  const sampling::DraftProbs& q = *row.draft_probs;
+  std::vector<std::pair<int32_t, float>> entries;
+  for (size_t j = 0; j < q.support_tokens.size(); ++j) {
+    entries.emplace_back(q.support_tokens[j], q.support_probs[j]);
+  }
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t j = 0; j < entries.size(); ++j) {
+    if (j + 1 < entries.size() && entries[j + 1].first == entries[j].first) continue;
+    tokens->push_back(entries[j].first);
+    probs->push_back(entries[j].second);
+  }
 }
 
 template <typename T>
@@ -44,6 +80,7 @@ template <typename T>
 absl::Status Download(const cuda::DeviceBuffer& buffer, std::vector<T>* host, size_t n,
                       cudaStream_t stream) {
   host->resize(n);
+  if (n == 0) return absl::OkStatus();
   if (cudaMemcpyAsync(host->data(), buffer.data(), n * sizeof(T), cudaMemcpyDeviceToHost,
                       stream) != cudaSuccess) {
     return absl::InternalError(absl::StrFormat("device sampler: copy to host: %s",
@@ -53,6 +90,15 @@ absl::Status Download(const cuda::DeviceBuffer& buffer, std::vector<T>* host, si
 }
 
 }  // namespace
+
+struct DeviceSampler::HostCopies {
+  std::vector<int32_t> tokens;
+  std::vector<cuda::LogSoftmaxNormalizerResult> norms;
+  std::vector<float> raw;
+  std::vector<int32_t> beam_tokens;
+  std::vector<float> beam_scores;
+  std::vector<int32_t> accepted;
+};
 
 absl::StatusOr<DeviceSampler> DeviceSampler::Create(int32_t max_rows, int32_t vocab_size,
                                                     int64_t max_tokens) {
@@ -90,6 +136,14 @@ absl::StatusOr<DeviceSampler> DeviceSampler::Create(int32_t max_rows, int32_t vo
   ASSIGN_OR_RETURN(s.normalizers_,
                    alloc(rows * sizeof(cuda::LogSoftmaxNormalizerResult), "sampler logprobs"));
   ASSIGN_OR_RETURN(s.raw_at_token_, alloc(rows * 4, "sampler logprobs"));
+  ASSIGN_OR_RETURN(s.beam_rows_, alloc(rows * 4, "sampler beam rows"));
+  ASSIGN_OR_RETURN(s.beam_tokens_, alloc(candidates * 4, "sampler beam candidates"));
+  ASSIGN_OR_RETURN(s.beam_scores_, alloc(candidates * 4, "sampler beam candidates"));
+  ASSIGN_OR_RETURN(s.verify_rows_,
+                   alloc(rows * sizeof(cuda::VerifyDraftRowParams), "sampler draft rows"));
+  ASSIGN_OR_RETURN(s.support_tokens_, alloc(candidates * 4, "sampler draft supports"));
+  ASSIGN_OR_RETURN(s.support_probs_, alloc(candidates * 4, "sampler draft supports"));
+  ASSIGN_OR_RETURN(s.accepted_, alloc(rows * 4, "sampler draft verdicts"));
   return s;
 }
 
@@ -119,12 +173,14 @@ absl::Status DeviceSampler::Process(std::span<const sampling::SamplingRow> rows,
   }
   std::vector<int64_t> mask;
   std::vector<int32_t> ids;
+  std::vector<int32_t> beam_rows;
   std::vector<cuda::LogitsRowParams> params;
   for (int32_t r = 0; r < n; ++r) {
     const sampling::SamplingRow& row = rows[r];
     const sampling::SamplingParams& p = *row.params;
     const int64_t base = int64_t{r} * vocab_size_;
-    if (!HostOnly(row) && static_cast<int64_t>(row.output_tokens.size()) < p.min_tokens) {
+    if (!host_[r] && Beam(p)) beam_rows.push_back(r);
+    if (!host_[r] && static_cast<int64_t>(row.output_tokens.size()) < p.min_tokens) {
       for (int32_t id : p.stop_token_ids) mask.push_back(base + id);
       if (!p.ignore_eos) {
         for (int32_t id : row.eos_token_ids) mask.push_back(base + id);
@@ -134,7 +190,8 @@ absl::Status DeviceSampler::Process(std::span<const sampling::SamplingRow> rows,
     lp.repetition_penalty = p.repetition_penalty;
     lp.frequency_penalty = p.frequency_penalty;
     lp.presence_penalty = p.presence_penalty;
-    lp.temperature = Greedy(p) ? 1.0f : p.temperature;
+    // Beams rank processed log-probabilities at temperature 1.
+    lp.temperature = Greedy(p) || Beam(p) ? 1.0f : p.temperature;
     lp.prompt_begin = static_cast<int32_t>(ids.size());
     lp.prompt_len = static_cast<int32_t>(row.prompt_tokens.size());
     ids.insert(ids.end(), row.prompt_tokens.begin(), row.prompt_tokens.end());
@@ -148,6 +205,12 @@ absl::Status DeviceSampler::Process(std::span<const sampling::SamplingRow> rows,
         "device sampler: the rows' histories hold %d tokens, over its max_tokens %d", ids.size(),
         max_tokens_));
   }
+  // A beam row's penalties and mask apply to its log_softmax (the mask
+  // commutes with the penalties: -inf stays -inf).
+  RETURN_IF_ERROR(UploadAll(beam_rows_, beam_rows, stream));
+  RETURN_IF_ERROR(cuda::LogSoftmaxRows(
+      processed_.as<float>(), normalizers_.as<cuda::LogSoftmaxNormalizerResult>(),
+      beam_rows_.as<int32_t>(), static_cast<int32_t>(beam_rows.size()), vocab_size_, stream));
   RETURN_IF_ERROR(UploadAll(mask_, mask, stream));
   RETURN_IF_ERROR(cuda::MaskLogits(processed_.as<float>(), mask_.as<int64_t>(),
                                    static_cast<int32_t>(mask.size()), stream));
@@ -171,9 +234,12 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
     draw[r] = {.seed = rows[r].seed,
                .stream = rows[r].stream,
                .step = rows[r].output_tokens.size(),
-               .argmax = Greedy(p)};
+               .argmax = Greedy(p) || Beam(p)};
     vocab[r].skip = UsesTopKKernel(p);
-    if (vocab[r].skip) {
+    if (Beam(p)) {
+      // The beam_candidates best scores (ties kept past k; the first k taken).
+      top_k[r] = {std::min(p.beam_candidates, cuda::kTopKMaxCandidates), 1.0f, 0.0f};
+    } else if (vocab[r].skip) {
       // k 1 for a greedy row: the largest logits, ties kept, lowest id first.
       top_k[r] = Greedy(p) ? cuda::TopKRowParams{1, 1.0f, 0.0f}
                            : cuda::TopKRowParams{p.top_k, p.top_p, p.min_p};
@@ -201,6 +267,58 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
                          stream);
 }
 
+absl::Status DeviceSampler::PlanHostRows(std::span<const sampling::SamplingRow> rows) {
+  host_.assign(rows.size(), false);
+  support_tokens_host_.clear();
+  support_probs_host_.clear();
+  verify_host_.assign(rows.size(), {});
+  bool any = false;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    host_[r] = HostOnly(rows[r]);
+    if (host_[r] || !SampledDraft(rows[r])) continue;
+    if (rows[r].draft_probs == nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "device sampler: row %d has draft token %d but no draft_probs", r, rows[r].draft_token));
+    }
+    const size_t begin = support_tokens_host_.size();
+    AppendSupport(rows[r], &support_tokens_host_, &support_probs_host_);
+    const size_t len = support_tokens_host_.size() - begin;
+    // Supports share one buffer of max_rows * kTopKMaxCandidates entries: a
+    // row past it is verified on the host.
+    if (support_tokens_host_.size() >
+        static_cast<size_t>(max_rows_) * static_cast<size_t>(cuda::kTopKMaxCandidates)) {
+      support_tokens_host_.resize(begin);
+      support_probs_host_.resize(begin);
+      host_[r] = true;
+      continue;
+    }
+    const sampling::DraftProbs& q = *rows[r].draft_probs;
+    verify_host_[r] = {.draft = rows[r].draft_token,
+                       .q_draft = q.support_tokens.empty() ? 1.0f : q.prob,
+                       .support_begin = static_cast<int32_t>(begin),
+                       .support_len = static_cast<int32_t>(len),
+                       .seed = rows[r].seed,
+                       .stream = rows[r].stream,
+                       .step = rows[r].output_tokens.size()};
+    any = true;
+  }
+  any_sampled_draft_ = any;
+  return absl::OkStatus();
+}
+
+absl::Status DeviceSampler::VerifySampledDrafts(int32_t num_rows, cudaStream_t stream) {
+  if (!any_sampled_draft_) return absl::OkStatus();
+  RETURN_IF_ERROR(UploadAll(verify_rows_, verify_host_, stream));
+  RETURN_IF_ERROR(UploadAll(support_tokens_, support_tokens_host_, stream));
+  RETURN_IF_ERROR(UploadAll(support_probs_, support_probs_host_, stream));
+  return cuda::VerifyDrafts(
+      {kept_tokens_.as<int32_t>(), kept_weights_.as<float>(),
+       kept_results_.as<cuda::TopKRowResult>(), verify_rows_.as<cuda::VerifyDraftRowParams>(),
+       support_tokens_.as<int32_t>(), support_probs_.as<float>(), tokens_.as<int32_t>(),
+       accepted_.as<int32_t>(), num_rows},
+      stream);
+}
+
 absl::Status DeviceSampler::Sample(const float* logits, std::span<const int64_t> logit_rows,
                                    std::span<const sampling::SamplingRow> rows,
                                    std::span<sampling::SampleResult> results,
@@ -213,37 +331,89 @@ absl::Status DeviceSampler::Sample(const float* logits, std::span<const int64_t>
         max_rows_, logit_rows.size(), results.size()));
   }
   if (n == 0) return absl::OkStatus();
+  RETURN_IF_ERROR(PlanHostRows(rows));
   RETURN_IF_ERROR(GatherRows(logits, logit_rows, stream));
-  RETURN_IF_ERROR(Process(rows, stream));
-  RETURN_IF_ERROR(Draw(rows, stream));
+  // The raw rows' normalizers: the logprobs', and the beam rows' log_softmax.
   RETURN_IF_ERROR(cuda::LogSoftmaxNormalizers(
       raw_.as<float>(), n, vocab_size_, normalizers_.as<cuda::LogSoftmaxNormalizerResult>(),
       stream));
+  RETURN_IF_ERROR(Process(rows, stream));
+  RETURN_IF_ERROR(Draw(rows, stream));
+  RETURN_IF_ERROR(VerifySampledDrafts(n, stream));
+  const int32_t beam_width = MaxBeamCandidates(rows);
+  RETURN_IF_ERROR(GatherBeamCandidates(n, beam_width, stream));
   RETURN_IF_ERROR(cuda::GatherLogits(raw_.as<float>(), tokens_.as<int32_t>(), n, vocab_size_,
                                      raw_at_token_.as<float>(), stream));
-  std::vector<int32_t> tokens;
-  std::vector<cuda::LogSoftmaxNormalizerResult> norms;
-  std::vector<float> raw;
-  RETURN_IF_ERROR(Download(tokens_, &tokens, n, stream));
-  RETURN_IF_ERROR(Download(normalizers_, &norms, n, stream));
-  RETURN_IF_ERROR(Download(raw_at_token_, &raw, n, stream));
+  HostCopies copies;
+  RETURN_IF_ERROR(CopyResults(n, beam_width, stream, &copies));
+  FillResults(rows, copies, beam_width, results, host_rows);
+  return absl::OkStatus();
+}
+
+absl::Status DeviceSampler::CopyResults(int32_t n, int32_t beam_width, cudaStream_t stream,
+                                        HostCopies* out) const {
+  RETURN_IF_ERROR(Download(tokens_, &out->tokens, n, stream));
+  RETURN_IF_ERROR(Download(accepted_, &out->accepted, any_sampled_draft_ ? n : 0, stream));
+  RETURN_IF_ERROR(Download(normalizers_, &out->norms, n, stream));
+  RETURN_IF_ERROR(Download(raw_at_token_, &out->raw, n, stream));
+  const size_t beam_entries = static_cast<size_t>(n) * static_cast<size_t>(beam_width);
+  RETURN_IF_ERROR(Download(beam_tokens_, &out->beam_tokens, beam_entries, stream));
+  RETURN_IF_ERROR(Download(beam_scores_, &out->beam_scores, beam_entries, stream));
   if (cudaStreamSynchronize(stream) != cudaSuccess) {
     return absl::InternalError(absl::StrFormat("device sampler: %s",
                                                cudaGetErrorString(cudaGetLastError())));
   }
-  for (int32_t r = 0; r < n; ++r) {
+  return absl::OkStatus();
+}
+
+void DeviceSampler::FillResults(std::span<const sampling::SamplingRow> rows,
+                                const HostCopies& copies, int32_t beam_width,
+                                std::span<sampling::SampleResult> results,
+                                std::vector<int32_t>* host_rows) const {
+  for (size_t r = 0; r < rows.size(); ++r) {
     sampling::SampleResult& result = results[r];
     result.top_logprobs.clear();
     result.beam_candidates.clear();
-    if (HostOnly(rows[r]) || tokens[r] == cuda::kNoDraw) {
+    result.draft_accepted = false;
+    const int32_t token = copies.tokens[r];
+    if (host_[r] || token == cuda::kNoDraw) {
       result.token = -1;
-      host_rows->push_back(r);
+      host_rows->push_back(static_cast<int32_t>(r));
       continue;
     }
-    result.token = tokens[r];
-    result.logprob = sampling::RawLogprob(raw[r], norms[r].max, norms[r].sum);
+    result.token = token;
+    result.logprob = sampling::RawLogprob(copies.raw[r], copies.norms[r].max, copies.norms[r].sum);
+    if (rows[r].draft_token >= 0) {
+      result.draft_accepted =
+          SampledDraft(rows[r]) ? copies.accepted[r] != 0 : token == rows[r].draft_token;
+    }
+    if (!Beam(*rows[r].params)) continue;
+    const size_t first = r * static_cast<size_t>(beam_width);
+    for (int32_t j = 0; j < rows[r].params->beam_candidates; ++j) {
+      const int32_t candidate = copies.beam_tokens[first + j];
+      if (candidate < 0) break;
+      const float score = copies.beam_scores[first + j];
+      result.beam_candidates.push_back({candidate, score, score});
+    }
   }
-  return absl::OkStatus();
+}
+
+int32_t DeviceSampler::MaxBeamCandidates(std::span<const sampling::SamplingRow> rows) const {
+  int32_t width = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (!host_[r]) width = std::max(width, rows[r].params->beam_candidates);
+  }
+  return width;
+}
+
+absl::Status DeviceSampler::GatherBeamCandidates(int32_t num_rows, int32_t width,
+                                                 cudaStream_t stream) {
+  if (width == 0) return absl::OkStatus();
+  return cuda::GatherKeptCandidates(
+      {processed_.as<float>(), kept_tokens_.as<int32_t>(),
+       kept_results_.as<cuda::TopKRowResult>(), beam_tokens_.as<int32_t>(),
+       beam_scores_.as<float>(), width, num_rows, vocab_size_},
+      stream);
 }
 
 }  // namespace tandem::device

@@ -11,18 +11,36 @@
 //   kTopKMaxCandidates, VocabDraw otherwise;
 //   the token's logprob: log_softmax of the raw row (LogSoftmaxNormalizers,
 //   GatherLogits), as the CPU reports it.
+// Beam-search rows (params.beam_candidates > 0, not beam_sample) take the
+// CPU's ComputeBeamCandidates instead: log_softmax of the raw row
+// (LogSoftmaxRows), the penalties and min-tokens mask on it (no
+// temperature), then the beam_candidates best scores, ties by lower id
+// (TopKTopP with k = beam_candidates, top-p off: the first k of the kept set
+// in canonical order) with their scores (GatherKeptCandidates); key = score,
+// `token` the best candidate.
+// Rows with a draft to verify (row.draft_token >= 0: one position of
+// speculative verification, SpeculativeVerifier::VerifyPosition): greedy
+// rows accept the draft iff it is the argmax above; sampling rows through
+// the candidate kernel take VerifyDrafts (verify_draft.cuh) on the kept list
+// and the draft's q: accept d iff u * q(d) < p(d), else the residual draw
+// over max(0, p - q), else (no residual mass) the draw above. The result's
+// token is the emitted one, draft_accepted the verdict.
 // The raw logits are not modified (the stages work on a copy).
 //
 // Rows left to the host (results[i].token = -1, i listed in `host_rows`):
-// beam-search rows, rows asking for top logprobs (params.logprobs > 0), and
-// rows the device could not decide (no live logit after processing, where
-// the CPU takes the raw argmax, or more than kTopKMaxCandidates logits tied
-// into a top-k set). The caller samples those with the CPU Sampler on their
-// raw logits.
+// beam sampling rows (Gumbel keys over the whole vocabulary) and beams wider
+// than kTopKMaxCandidates, draft rows whose sampling is VocabDraw's (top-k
+// off or past kTopKMaxCandidates) or whose draft supports overflow the
+// call's max_rows * kTopKMaxCandidates entries, rows asking for top logprobs (params.logprobs >
+// 0), and rows the device could not decide (no live logit after processing,
+// where the CPU takes the raw argmax, or more than kTopKMaxCandidates logits
+// tied into a top-k set). The caller samples those with the CPU Sampler on
+// their raw logits (draft rows with VerifyPosition).
 //
 // Same tokens as the CPU: the stages are the CPU's (penalties bit-identical;
 // expf and the order of the sums may differ on a GPU within rounding, see
-// top_k.cuh and vocab_draw.cuh); one difference by design: a greedy row
+// top_k.cuh and vocab_draw.cuh; a beam row's log_softmax subtracts the same
+// double normalizer, whose sum runs in tree order); one difference by design: a greedy row
 // whose largest logits are +inf and FLT_MAX ties them (+inf is clamped, as
 // the CPU's candidate list does), where the CPU's argmax prefers +inf.
 //
@@ -41,6 +59,7 @@
 #include "absl/status/statusor.h"
 #include "engine/sampling/sampler.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/verify_draft.cuh"
 
 namespace tandem::device {
 
@@ -53,7 +72,8 @@ class DeviceSampler {
 
   // Samples rows[i] from row logit_rows[i] of `logits` (device, [*,
   // vocab_size]); rows[i].logits is not read. results[i] gets the token and
-  // its logprob (top_logprobs and beam_candidates stay empty), or token -1
+  // its logprob (and a beam row its beam_candidates; top_logprobs stay
+  // empty), or token -1
   // for a row left to the host, whose index i is appended to *host_rows.
   // INVALID_ARGUMENT when rows exceed max_rows, their histories max_tokens,
   // or the spans' sizes differ; INTERNAL for a CUDA error. Returns when the
@@ -72,6 +92,24 @@ class DeviceSampler {
   absl::Status Process(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
   // Tokens of the processed rows into tokens_ (kNoDraw where undecided).
   absl::Status Draw(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
+  // host_ <- the rows left to the host; the sampled draft rows' parameters
+  // and supports into verify_host_ / support_*_host_. INVALID_ARGUMENT for
+  // a draft row without draft_probs.
+  absl::Status PlanHostRows(std::span<const sampling::SamplingRow> rows);
+  // VerifyDrafts over the sampled draft rows (tokens_, accepted_).
+  absl::Status VerifySampledDrafts(int32_t num_rows, cudaStream_t stream);
+  // What a call brings back to the host, and its results from them.
+  struct HostCopies;
+  absl::Status CopyResults(int32_t n, int32_t beam_width, cudaStream_t stream,
+                           HostCopies* out) const;
+  void FillResults(std::span<const sampling::SamplingRow> rows, const HostCopies& copies,
+                   int32_t beam_width, std::span<sampling::SampleResult> results,
+                   std::vector<int32_t>* host_rows) const;
+  // The widest beam_candidates of the device's beam rows (0: none).
+  int32_t MaxBeamCandidates(std::span<const sampling::SamplingRow> rows) const;
+  // beam_tokens_ / beam_scores_ <- the first `width` kept candidates of
+  // every row of the last Draw, with their processed scores.
+  absl::Status GatherBeamCandidates(int32_t num_rows, int32_t width, cudaStream_t stream);
 
   int32_t max_rows_ = 0;
   int32_t vocab_size_ = 0;
@@ -91,6 +129,19 @@ class DeviceSampler {
   cuda::DeviceBuffer tokens_;         // [max_rows] int32
   cuda::DeviceBuffer normalizers_;    // [max_rows] LogSoftmaxNormalizerResult
   cuda::DeviceBuffer raw_at_token_;   // [max_rows] f32
+  cuda::DeviceBuffer beam_rows_;      // [max_rows] int32: rows to log_softmax
+  cuda::DeviceBuffer beam_tokens_;    // [max_rows, width <= kTopKMaxCandidates] int32
+  cuda::DeviceBuffer beam_scores_;    // [max_rows, width] f32
+  cuda::DeviceBuffer verify_rows_;    // [max_rows] VerifyDraftRowParams
+  cuda::DeviceBuffer support_tokens_;  // [max_rows * kTopKMaxCandidates] int32
+  cuda::DeviceBuffer support_probs_;   // [max_rows * kTopKMaxCandidates] f32
+  cuda::DeviceBuffer accepted_;        // [max_rows] int32 verdicts
+  // Per call (PlanHostRows), reused.
+  std::vector<bool> host_;
+  std::vector<cuda::VerifyDraftRowParams> verify_host_;
+  std::vector<int32_t> support_tokens_host_;
+  std::vector<float> support_probs_host_;
+  bool any_sampled_draft_ = false;
 };
 
 }  // namespace tandem::device

@@ -55,8 +55,10 @@ class ModelRunner {
   // As Forward, but the logits stay on the device: logits row
   // logit_rows[i] (the batch-order index Forward would write it at) is
   // sampled there with rows[i] (its `logits` not read) into results[i], as
-  // the Sampler would. A row the device leaves to the host (beam candidates,
-  // top logprobs, nothing left to draw) gets token -1, its index i appended
+  // the Sampler would (a beam row: its candidates; a row with a draft_token:
+  // the verifier's decision there, SpeculativeVerifier::VerifyPosition). A
+  // row the device leaves to the host (device/device_sampler.h says which)
+  // gets token -1, its index i appended
   // to *host_rows, and its raw logits copied to host `logits` at its row
   // ([rows, vocab], as Forward's); no other row is copied. Fails as Forward;
   // Unimplemented where samples_on_device() is false.

@@ -70,6 +70,8 @@ const CandidateList* RowSampler::ProcessedCandidates(const SamplingRow& row) {
 void RowSampler::Sample(const SamplingRow& row, SampleResult* result) {
   CHECK(row.logits != nullptr, "row without logits");
   CHECK(row.params != nullptr, "row without params");
+  CHECK(row.draft_token < 0, "a row with draft token %d is the verifier's (VerifyPosition)",
+        row.draft_token);
   const SamplingParams& p = *row.params;
   if (p.beam_candidates > 0) {
     ComputeBeamCandidates(row, logits_, seen_, counts_, &result->beam_candidates);

@@ -33,6 +33,8 @@ struct TokenLogprob {
   float logprob;
 };
 
+struct DraftProbs;  // speculative_verifier.h
+
 // One sequence's input to a sampling step. Views only; the caller keeps the
 // pointed-to data alive for the duration of SampleBatch.
 struct SamplingRow {
@@ -46,6 +48,12 @@ struct SamplingRow {
   // output_tokens.size() < params->min_tokens, unless params->ignore_eos (then
   // EOS does not stop the sequence, so it is never masked).
   std::span<const int32_t> eos_token_ids = {};
+  // Speculative verification at this position (SpeculativeVerifier::
+  // VerifyPosition, device::DeviceSampler): the drafted token in [0,
+  // vocab_size) and the draft's distribution there. -1 for every row given
+  // to Sampler (it CHECKs so).
+  int32_t draft_token = -1;
+  const DraftProbs* draft_probs = nullptr;
 };
 
 // A beam-search candidate: a next token with its processed log-probability
@@ -66,6 +74,9 @@ struct SampleResult {
   // params->beam_candidates > 0 only: the best next tokens by key (then
   // `token` is the first of them and nothing was sampled).
   std::vector<BeamToken> beam_candidates;
+  // Rows with a draft_token: whether the verifier accepted it (then `token`
+  // is the draft; else `token` is the correction it emits instead).
+  bool draft_accepted = false;
 };
 
 // A given token to score at one position (prompt logprobs): the raw logits

@@ -118,7 +118,6 @@ void SpeculativeVerifier::VerifyRowOn(const VerifyRow& row, VerifyResult* result
         p.beam_candidates);
   CHECK(row.draft_probs.size() == row.draft_tokens.size(), "%zu draft tokens but %zu draft_probs",
         row.draft_tokens.size(), row.draft_probs.size());
-  const bool greedy = p.temperature < kGreedyTemperature;
   const size_t vocab = static_cast<size_t>(vocab_size_);
   std::vector<int32_t>& history = worker->history;
   history.assign(target.output_tokens.begin(), target.output_tokens.end());
@@ -131,43 +130,8 @@ void SpeculativeVerifier::VerifyRowOn(const VerifyRow& row, VerifyResult* result
     at.logits = target.logits + i * vocab;
     at.output_tokens = history;
     SampleResult emitted;
-    bool accepted = false;
-    // Both the greedy choice and a row with no candidate left are
-    // deterministic (p is one-hot at the Sampler's token): accept iff the
-    // draft is that token, else that token is the correction.
-    const CandidateList* candidates = greedy ? nullptr : worker->sampler.ProcessedCandidates(at);
-    if (candidates == nullptr) {
-      worker->sampler.Sample(at, &emitted);
-      accepted = emitted.token == d;
-    } else {
-      const DraftProbs& q = row.draft_probs[i];
-      const double q_d = q.support_tokens.empty() ? 1.0 : static_cast<double>(q.prob);
-      const double p_d = ProbabilityOf(*candidates, d);
-      const uint64_t step = history.size();
-      const double u =
-          UniformDraw(target.seed, target.stream, step, DrawPurpose::kSpeculativeAccept);
-      // u < p/q without the division: q_d > 0 for validated input, and a
-      // NaN makes the comparison false (a rejection, then the fallback).
-      accepted = u * q_d < p_d;
-      if (accepted) {
-        emitted.token = d;
-        worker->sampler.ComputeLogprobs(at, &emitted);
-      } else {
-        emitted.token = DrawResidual(
-            *candidates, d, q,
-            UniformDraw(target.seed, target.stream, step, DrawPurpose::kSpeculativeResidual),
-            worker);
-        if (emitted.token >= 0) {
-          worker->sampler.ComputeLogprobs(at, &emitted);
-        } else {
-          // No residual mass: p <= q everywhere, which for true
-          // distributions means p == q (then the rejection was rounding) or
-          // a NaN. Sampling p itself is the answer p == q calls for.
-          worker->sampler.Sample(at, &emitted);
-        }
-      }
-    }
-    if (!accepted) {
+    VerifyAt(at, d, row.draft_probs[i], &emitted, worker);
+    if (!emitted.draft_accepted) {
       result->next = std::move(emitted);
       return;
     }
@@ -177,6 +141,58 @@ void SpeculativeVerifier::VerifyRowOn(const VerifyRow& row, VerifyResult* result
   at.logits = target.logits + row.draft_tokens.size() * vocab;
   at.output_tokens = history;
   worker->sampler.Sample(at, &result->next);
+}
+
+void SpeculativeVerifier::VerifyPosition(const SamplingRow& row, SampleResult* result) {
+  CHECK(row.logits != nullptr && row.params != nullptr && row.draft_probs != nullptr,
+        "verify position without logits, params or draft_probs");
+  CHECK(row.params->beam_candidates == 0, "beam rows (beam_candidates %d) cannot verify drafts",
+        row.params->beam_candidates);
+  CHECK(row.draft_token >= 0 && row.draft_token < vocab_size_,
+        "draft token %d is out of range [0, %d)", row.draft_token, vocab_size_);
+  if (workers_.empty()) workers_.push_back(std::make_unique<Worker>(vocab_size_));
+  SamplingRow at = row;
+  at.draft_token = -1;
+  at.draft_probs = nullptr;
+  *result = {};
+  VerifyAt(at, row.draft_token, *row.draft_probs, result, workers_[0].get());
+}
+
+void SpeculativeVerifier::VerifyAt(const SamplingRow& at, int32_t d, const DraftProbs& q,
+                                   SampleResult* emitted, Worker* worker) const {
+  // Both the greedy choice and a row with no candidate left are
+  // deterministic (p is one-hot at the Sampler's token): accept iff the
+  // draft is that token, else that token is the correction.
+  const bool greedy = at.params->temperature < kGreedyTemperature;
+  const CandidateList* candidates = greedy ? nullptr : worker->sampler.ProcessedCandidates(at);
+  if (candidates == nullptr) {
+    worker->sampler.Sample(at, emitted);
+    emitted->draft_accepted = emitted->token == d;
+    return;
+  }
+  const double q_d = q.support_tokens.empty() ? 1.0 : static_cast<double>(q.prob);
+  const double p_d = ProbabilityOf(*candidates, d);
+  const uint64_t step = at.output_tokens.size();
+  const double u = UniformDraw(at.seed, at.stream, step, DrawPurpose::kSpeculativeAccept);
+  // u < p/q without the division: q_d > 0 for validated input, and a NaN
+  // makes the comparison false (a rejection, then the fallback).
+  emitted->draft_accepted = u * q_d < p_d;
+  if (emitted->draft_accepted) {
+    emitted->token = d;
+    worker->sampler.ComputeLogprobs(at, emitted);
+    return;
+  }
+  emitted->token = DrawResidual(
+      *candidates, d, q, UniformDraw(at.seed, at.stream, step, DrawPurpose::kSpeculativeResidual),
+      worker);
+  if (emitted->token >= 0) {
+    worker->sampler.ComputeLogprobs(at, emitted);
+  } else {
+    // No residual mass: p <= q everywhere, which for true distributions
+    // means p == q (then the rejection was rounding) or a NaN. Sampling p
+    // itself is the answer p == q calls for.
+    worker->sampler.Sample(at, emitted);
+  }
 }
 
 int32_t SpeculativeVerifier::DrawResidual(const CandidateList& candidates, int32_t token,

@@ -105,10 +105,24 @@ class SpeculativeVerifier {
   void VerifyBatch(std::span<const VerifyRow> rows, std::span<VerifyResult> results,
                    ThreadPool* pool);
 
+  // One position of a verification on its own: `row` is the target's raw
+  // logits there with the history before row.draft_token (the accepted
+  // drafts included) and row.draft_probs its q. result->draft_accepted
+  // says whether the draft is accepted; result->token is then the draft,
+  // else the correction emitted instead, with its logprobs — what
+  // VerifyBatch decides at that position. The caller walks the positions
+  // (the device sampler's fallback: device/device_sampler.h). CHECK-fails on
+  // a beam row, missing draft_probs or a draft token out of range.
+  void VerifyPosition(const SamplingRow& row, SampleResult* result);
+
  private:
   struct Worker;  // one pool thread's RowSampler and scratch
 
   void VerifyRowOn(const VerifyRow& row, VerifyResult* result, Worker* worker) const;
+  // The decision at one position: `at` without a draft of its own (the
+  // Sampler's row), `d` and `q` the draft there.
+  void VerifyAt(const SamplingRow& at, int32_t d, const DraftProbs& q, SampleResult* emitted,
+                Worker* worker) const;
   // Draws from normalize(max(0, p - q)) over `candidates` (p) and `probs`
   // (q at `token`); -1 when the residual has no mass.
   int32_t DrawResidual(const CandidateList& candidates, int32_t token,

@@ -109,6 +109,23 @@ __global__ void __launch_bounds__(kLogitsThreads)
 }
 
 __global__ void __launch_bounds__(kLogitsThreads)
+    LogSoftmaxKernel(float* logits, const LogSoftmaxNormalizerResult* norms, const int32_t* rows,
+                     int32_t vocab_size) {
+  __shared__ int32_t nan_scratch[kMaxWarpsPerBlock];
+  const int32_t r = rows[blockIdx.x];
+  const LogSoftmaxNormalizerResult norm = norms[r];
+  if (!isfinite(norm.max)) return;  // the whole block
+  float* row = logits + static_cast<int64_t>(r) * vocab_size;
+  int32_t any_nan = 0;
+  for (int i = threadIdx.x; i < vocab_size; i += blockDim.x) any_nan |= isnan(row[i]) ? 1 : 0;
+  any_nan = BlockAllReduce(any_nan, MaxOp(), nan_scratch);
+  const double log_norm = any_nan ? NAN : static_cast<double>(norm.max) + log(norm.sum);
+  for (int i = threadIdx.x; i < vocab_size; i += blockDim.x) {
+    row[i] = static_cast<float>(static_cast<double>(row[i]) - log_norm);
+  }
+}
+
+__global__ void __launch_bounds__(kLogitsThreads)
     MaskKernel(float* logits, const int64_t* positions, int32_t count) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < count) logits[positions[i]] = kNegInf;
@@ -171,6 +188,20 @@ absl::Status LogSoftmaxNormalizers(const float* logits, int32_t num_rows, int32_
   }
   TANDEM_LAUNCH(NormalizerKernel, num_rows, kLogitsThreads, 0, stream, logits, vocab_size, out);
   return LaunchStatus("NormalizerKernel");
+}
+
+absl::Status LogSoftmaxRows(float* logits, const LogSoftmaxNormalizerResult* norms,
+                            const int32_t* rows, int32_t count, int32_t vocab_size,
+                            cudaStream_t stream) {
+  if (count < 0 || vocab_size < 1 || logits == nullptr || norms == nullptr || rows == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "log-softmax rows: count ", count, " must be >= 0 and vocab_size ", vocab_size,
+        " >= 1, logits, norms and rows not null"));
+  }
+  if (count == 0) return absl::OkStatus();
+  TANDEM_LAUNCH(LogSoftmaxKernel, count, kLogitsThreads, 0, stream, logits, norms, rows,
+                vocab_size);
+  return LaunchStatus("LogSoftmaxKernel");
 }
 
 absl::Status MaskLogits(float* logits, const int64_t* positions, int32_t count,

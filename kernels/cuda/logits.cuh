@@ -82,6 +82,17 @@ struct LogSoftmaxNormalizerResult {
 absl::Status LogSoftmaxNormalizers(const float* logits, int32_t num_rows, int32_t vocab_size,
                                    LogSoftmaxNormalizerResult* out, cudaStream_t stream);
 
+// log_softmax in place on rows[0..count) of `logits`, as the CPU's beam
+// candidates take it (beam_candidates.cc): when the row's max (norms[r]) is
+// finite, l = float(double(l) - (max + log(sum))); a row holding a NaN
+// becomes all NaN there (its double sum is NaN); a row whose max is not
+// finite (all -inf / NaN, or a +inf) is left as it is. `norms` are
+// LogSoftmaxNormalizers of the same rows. logits [*, vocab_size], norms
+// [*], rows [count], device. count 0 launches nothing. INVALID_ARGUMENT for
+// null pointers, count < 0 or vocab_size < 1.
+absl::Status LogSoftmaxRows(float* logits, const LogSoftmaxNormalizerResult* norms,
+                            const int32_t* rows, int32_t count, int32_t vocab_size,
+                            cudaStream_t stream);
 // logits[positions[i]] = -inf for i < count: MaskTokens (the min-tokens
 // mask) over a batch, positions flat indices into [num_rows, vocab_size]
 // (row * vocab_size + id), device memory. count 0 launches nothing.

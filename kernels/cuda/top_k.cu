@@ -205,7 +205,35 @@ __global__ void __launch_bounds__(kTopKThreads) TopKKernel(TopKParams p) {
   FinishRow(p, row, value, token, num_top_k, &counter);
 }
 
+__global__ void __launch_bounds__(kTopKThreads) KeptCandidatesKernel(KeptCandidatesParams p) {
+  const int32_t r = blockIdx.x;
+  const int32_t num_kept = p.results[r].num_kept;
+  const int32_t kept = num_kept < 0 ? 0 : (num_kept < p.per_row ? num_kept : p.per_row);
+  const int32_t* tokens = p.tokens + static_cast<int64_t>(r) * kTopKMaxCandidates;
+  const float* row = p.logits + static_cast<int64_t>(r) * p.vocab_size;
+  for (int j = threadIdx.x; j < p.per_row; j += blockDim.x) {
+    const int64_t out = static_cast<int64_t>(r) * p.per_row + j;
+    p.out_tokens[out] = j < kept ? tokens[j] : -1;
+    p.out_logits[out] = j < kept ? row[tokens[j]] : NAN;
+  }
+}
+
 }  // namespace
+
+absl::Status GatherKeptCandidates(const KeptCandidatesParams& p, cudaStream_t stream) {
+  if (p.num_rows < 1 || p.vocab_size < 1 || p.per_row < 1 || p.per_row > kTopKMaxCandidates) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kept candidates: num_rows ", p.num_rows, " and vocab_size ", p.vocab_size,
+        " must be >= 1, per_row ", p.per_row, " in [1, ", kTopKMaxCandidates, "]"));
+  }
+  if (p.logits == nullptr || p.tokens == nullptr || p.results == nullptr ||
+      p.out_tokens == nullptr || p.out_logits == nullptr) {
+    return absl::InvalidArgumentError(
+        "kept candidates: logits, tokens, results and the outputs must not be null");
+  }
+  TANDEM_LAUNCH(KeptCandidatesKernel, p.num_rows, kTopKThreads, 0, stream, p);
+  return LaunchStatus("KeptCandidatesKernel");
+}
 
 absl::Status TopKTopP(const TopKParams& params, cudaStream_t stream) {
   if (params.num_rows < 1 || params.vocab_size < 1) {

@@ -68,6 +68,25 @@ struct TopKParams {
 // Per-row problems are reported in the row's result, not here.
 absl::Status TopKTopP(const TopKParams& params, cudaStream_t stream);
 
+// The first `per_row` kept candidates of each row of a TopKTopP result, with
+// their values in `logits` (the rows TopKTopP ranked; +inf as it is, not
+// clamped): out_tokens[r, j] = tokens[r, j] and out_logits[r, j] =
+// logits[r, tokens[r, j]] for j < min(per_row, results[r].num_kept); the
+// rest of the row is token -1, logit NaN. All pointers are device memory;
+// out_* are [num_rows, per_row]. INVALID_ARGUMENT naming the value for null
+// pointers, sizes < 1 or per_row > kTopKMaxCandidates.
+struct KeptCandidatesParams {
+  const float* logits = nullptr;           // [num_rows, vocab_size]
+  const int32_t* tokens = nullptr;         // TopKParams::tokens
+  const TopKRowResult* results = nullptr;  // TopKParams::results
+  int32_t* out_tokens = nullptr;
+  float* out_logits = nullptr;
+  int32_t per_row = 0;
+  int32_t num_rows = 0;
+  int32_t vocab_size = 0;
+};
+absl::Status GatherKeptCandidates(const KeptCandidatesParams& params, cudaStream_t stream);
+
 }  // namespace tandem::cuda
 
 #endif  // TANDEM_KERNELS_CUDA_TOP_K_CUH_

@@ -5,8 +5,9 @@ precision) behind a coordinator must give, request for request, what
 `tandem run --precision reference` gives on the CPU at TP = 1: greedy tokens
 and their logprobs (within 1e-3), seeded sampling, n = 2 forks (copy-on-write
 blocks on the device), beam search with 4 beams, a prompt over several KV
-blocks, and speculative decoding with n-gram drafts, which must also equal
-the same request decoded plainly.
+blocks, and speculative decoding with n-gram drafts, verified on the device
+(greedy, which must also equal the same request decoded plainly, and seeded
+sampling with top-k, equal to the CPU verifier's tokens).
 
 The model is `tandem make-model --shape toy` with the default model's
 vocabulary (random weights, 4 small layers): the emulator runs every CUDA
@@ -44,6 +45,8 @@ REQUESTS = [
     {"prompt": "The weather today", "max_tokens": 6, "temperature": 1.0, "seed": 5, "n": 2},
     {"prompt": "The sky is", "max_tokens": 5, "num_beams": 4},
     {"prompt_token_ids": [200 + 11 * i for i in range(40)], "max_tokens": 6, "temperature": 0},
+    dict(SPECULATIVE, temperature=0.7, top_k=20, seed=9, num_speculative_tokens=3,
+         draft="ngram"),
     SPECULATIVE,
     dict(SPECULATIVE, num_speculative_tokens=3, draft="ngram"),
 ]

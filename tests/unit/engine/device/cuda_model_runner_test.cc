@@ -117,8 +117,8 @@ TEST(CudaModelRunnerTest, StepsAllocateNoDeviceMemory) {
 
 // ForwardSample against Forward + the CPU Sampler on the same rows: 70
 // logits rows (two chunks of the device logits buffer), greedy and seeded
-// rows in both chunks and out of order, and a beam row left to the host
-// with its logits copied.
+// rows in both chunks and out of order, a beam row ranked on the device, and
+// a beam-sampling row left to the host with its logits copied.
 TEST(CudaModelRunnerTest, ForwardSampleEqualsTheCpuSampler) {
   // bf16 weights: the head needs no dequantization per call (the reference
   // is this runner's own Forward, so the precision does not matter here).
@@ -127,16 +127,20 @@ TEST(CudaModelRunnerTest, ForwardSampleEqualsTheCpuSampler) {
   const int32_t vocab = DeviceModel().config().vocab_size;
   const std::vector<Seq> step = {{Tokens(70, 12), 0, Blocks({0, 1, 2, 3, 4}), 70}};
   const std::vector<float> logits = Forward(*device, step);
-  sampling::SamplingParams greedy, sampled, beam;
+  sampling::SamplingParams greedy, sampled, beam, beam_sampled;
   greedy.temperature = 0.0f;
   sampled.temperature = 0.9f;
   sampled.top_p = 0.95f;
   sampled.repetition_penalty = 1.1f;
   beam.temperature = 0.0f;
-  beam.beam_candidates = 2;
+  beam.beam_candidates = 8;
+  beam.repetition_penalty = 1.2f;
+  beam_sampled.beam_candidates = 2;
+  beam_sampled.beam_sample = true;
   const std::vector<int32_t> history = Tokens(6, 13);
-  const std::vector<int64_t> logit_rows = {69, 3, 66, 0, 40};
-  const sampling::SamplingParams* params[] = {&sampled, &greedy, &greedy, &sampled, &beam};
+  const std::vector<int64_t> logit_rows = {69, 3, 66, 0, 50, 40};
+  const sampling::SamplingParams* params[] = {&sampled, &greedy, &greedy,
+                                              &sampled, &beam,   &beam_sampled};
   std::vector<sampling::SamplingRow> rows;
   for (size_t i = 0; i < logit_rows.size(); ++i) {
     rows.push_back({.logits = logits.data() + logit_rows[i] * vocab,
@@ -156,12 +160,17 @@ TEST(CudaModelRunnerTest, ForwardSampleEqualsTheCpuSampler) {
   ASSERT_TRUE(
       device->ForwardSample(batch, logit_rows, rows, got, host_logits.data(), &host_rows).ok());
   EXPECT_EQ(cuda::DeviceAllocationCount(), allocations);
-  EXPECT_EQ(host_rows, std::vector<int32_t>{4});
+  EXPECT_EQ(host_rows, std::vector<int32_t>{5});
   for (size_t i = 0; i + 1 < rows.size(); ++i) {
     EXPECT_EQ(got[i].token, cpu[i].token) << "row " << i;
     EXPECT_NEAR(got[i].logprob, cpu[i].logprob, 1e-5) << "row " << i;
   }
-  EXPECT_EQ(got[4].token, -1);
+  ASSERT_EQ(got[4].beam_candidates.size(), 8u);
+  for (size_t j = 0; j < 8; ++j) {
+    EXPECT_EQ(got[4].beam_candidates[j].token, cpu[4].beam_candidates[j].token) << j;
+    EXPECT_NEAR(got[4].beam_candidates[j].score, cpu[4].beam_candidates[j].score, 1e-5) << j;
+  }
+  EXPECT_EQ(got[5].token, -1);
   // The host row's logits were copied, and only they.
   EXPECT_TRUE(std::equal(logits.begin() + 40 * vocab, logits.begin() + 41 * vocab,
                          host_logits.begin() + 40 * vocab));

@@ -2,9 +2,12 @@
 // greedy and sampled rows with penalties over prompt and output histories,
 // the min-tokens mask (stop ids, EOS, ignore_eos), temperature, top-k within
 // and beyond the candidate kernel, top-p, min-p, several seeds and streams:
-// the same token, the logprob within 1e-6. Rows it leaves to the host (beam
-// candidates, top logprobs, nothing left after the mask) are listed and not
-// answered; a call allocates no device memory; bad sizes are refused.
+// the same token, the logprob within 1e-6. Beam rows (penalties, the mask,
+// tied scores, widths 1 to 16, mixed into a batch of plain rows): the CPU's
+// candidates, in order, scores within 1e-6. Rows it leaves to the host (beam
+// sampling, beams wider than the candidate kernel, a beam row holding a NaN,
+// top logprobs, nothing left after the mask) are listed and not answered; a
+// call allocates no device memory; bad sizes are refused.
 #include "engine/device/device_sampler.h"
 
 #include <cmath>
@@ -14,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/top_k.cuh"
 
 namespace tandem::device {
 namespace {
@@ -148,6 +152,40 @@ TEST(DeviceSamplerTest, EqualsTheCpuSampler) {
   EXPECT_GT(masked, 5);
 }
 
+TEST(DeviceSamplerTest, BeamRowsGetTheCpuCandidates) {
+  std::mt19937 rng(11);
+  std::vector<RowData> rows;
+  for (int i = 0; i < 24; ++i) {
+    RowData row = RandomRow(rng, i);
+    if (i % 3 != 2) {
+      row.params.beam_candidates = std::vector<int32_t>{1, 2, 4, 8, 16}[i % 5];
+      row.params.temperature = i % 2 == 0 ? 0.5f : 0.0f;  // ignored by beams
+    }
+    // Ties at the top and across the k-th place: broken by lower id.
+    if (i % 4 == 1) {
+      for (int32_t id : {40, 12, 250, 31, 77}) row.logits[id] = 9.5f;
+    }
+    rows.push_back(std::move(row));
+  }
+  DeviceSampler sampler = MakeSampler(24);
+  const DeviceRun device = SampleOnDevice(sampler, rows);
+  const std::vector<sampling::SampleResult> cpu = SampleOnCpu(rows);
+  EXPECT_TRUE(device.host_rows.empty());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    SCOPED_TRACE(::testing::Message() << "row " << r << " width "
+                                      << rows[r].params.beam_candidates);
+    const sampling::SampleResult& d = device.results[r];
+    EXPECT_EQ(d.token, cpu[r].token);
+    EXPECT_NEAR(d.logprob, cpu[r].logprob, 1e-6);
+    ASSERT_EQ(d.beam_candidates.size(), cpu[r].beam_candidates.size());
+    for (size_t j = 0; j < d.beam_candidates.size(); ++j) {
+      EXPECT_EQ(d.beam_candidates[j].token, cpu[r].beam_candidates[j].token) << "candidate " << j;
+      EXPECT_NEAR(d.beam_candidates[j].score, cpu[r].beam_candidates[j].score, 1e-6);
+      EXPECT_EQ(d.beam_candidates[j].key, d.beam_candidates[j].score);
+    }
+  }
+}
+
 TEST(DeviceSamplerTest, SameTokensAloneAndInABatch) {
   std::mt19937 rng(8);
   std::vector<RowData> rows;
@@ -163,19 +201,26 @@ TEST(DeviceSamplerTest, SameTokensAloneAndInABatch) {
 TEST(DeviceSamplerTest, LeavesRowsToTheHost) {
   std::mt19937 rng(5);
   std::vector<RowData> rows;
-  for (int i = 0; i < 4; ++i) rows.push_back(RandomRow(rng, 1));
+  for (int i = 0; i < 7; ++i) rows.push_back(RandomRow(rng, 1));
   rows[1].params.beam_candidates = 2;
+  rows[1].params.beam_sample = true;
   rows[2].params.logprobs = 3;
   // Every logit -inf but the EOS and stop ids, which the mask removes.
   rows[3].logits.assign(kVocab, kNegInf);
   rows[3].logits[2] = rows[3].logits[7] = 1.0f;
   rows[3].params.min_tokens = 10;
   rows[3].params.ignore_eos = false;
-  DeviceSampler sampler = MakeSampler(4);
+  rows[4].params.beam_candidates = cuda::kTopKMaxCandidates + 1;
+  // A NaN makes the CPU's log_softmax all NaN: no candidate, the raw argmax.
+  rows[5].params.beam_candidates = 4;
+  rows[5].logits[100] = std::numeric_limits<float>::quiet_NaN();
+  rows[6].params.beam_candidates = 4;
+  DeviceSampler sampler = MakeSampler(7);
   const DeviceRun device = SampleOnDevice(sampler, rows);
-  EXPECT_EQ(device.host_rows, (std::vector<int32_t>{1, 2, 3}));
-  EXPECT_GE(device.results[0].token, 0);
-  for (int r : {1, 2, 3}) EXPECT_EQ(device.results[r].token, -1) << "row " << r;
+  EXPECT_EQ(device.host_rows, (std::vector<int32_t>{1, 2, 3, 4, 5}));
+  for (int r : {0, 6}) EXPECT_GE(device.results[r].token, 0) << "row " << r;
+  EXPECT_EQ(device.results[6].beam_candidates.size(), 4u);
+  for (int r : {1, 2, 3, 4, 5}) EXPECT_EQ(device.results[r].token, -1) << "row " << r;
 }
 
 TEST(DeviceSamplerTest, RefusesBadSizes) {
