@@ -88,6 +88,9 @@ ABSL_FLAG(std::string, cuda_weights, "bf16",
 ABSL_FLAG(std::string, cuda_sampling, "device",
           "--device cuda: device (sample on the GPU, only tokens come back) or host (copy the "
           "logits to the host and sample there)");
+ABSL_FLAG(bool, cuda_graphs, true,
+          "--device cuda: run decode steps as CUDA graphs captured per batch shape "
+          "(--nocuda-graphs: launch every kernel each step)");
 ABSL_FLAG(double, gpu_memory_fraction, 0.9,
           "--device cuda: share of GPU memory for weights, scratch and KV cache (sizes the "
           "cache unless --kv-blocks is set)");
@@ -198,9 +201,9 @@ tandem::Program TandemProgram() {
              {{"speculative", "Speculative decoding with an in-process draft: ngram, "
                               "layer-skip:L or model[:PATH] (default: off)"},
               {"num_speculative_tokens"}, {"precision"}, {"threads"}, {"device"},
-              {"cuda_weights"}, {"cuda_sampling"}, {"gpu_memory_fraction"}, {"kv_cache_bytes"},
-              {"kv_blocks"}, {"block_size"}, {"max_batched_tokens"}, {"max_seqs"},
-              {"prefix_cache"}}})},
+              {"cuda_weights"}, {"cuda_sampling"}, {"cuda_graphs"}, {"gpu_memory_fraction"},
+              {"kv_cache_bytes"}, {"kv_blocks"}, {"block_size"}, {"max_batched_tokens"},
+              {"max_seqs"}, {"prefix_cache"}}})},
       {"tokenize", "--model PATH [--decode] < LINES",
        "Tokenize one JSON string per stdin line into a JSON array of ids (--decode: back)",
        {{"model"}, {"decode"}}},
@@ -487,6 +490,7 @@ int Run(const std::vector<std::string>& args) {
   o.device.device = absl::GetFlag(FLAGS_device);
   o.device.cuda_weights = absl::GetFlag(FLAGS_cuda_weights);
   o.device.cuda_sampling = absl::GetFlag(FLAGS_cuda_sampling);
+  o.device.cuda_graphs = absl::GetFlag(FLAGS_cuda_graphs);
   o.device.gpu_memory_fraction = absl::GetFlag(FLAGS_gpu_memory_fraction);
   // The scheduler never batches more: the device scratch is sized for it.
   o.device.max_batched_tokens = o.max_num_batched_tokens;

@@ -89,6 +89,9 @@ ABSL_FLAG(std::string, cuda_weights, "bf16",
 ABSL_FLAG(std::string, cuda_sampling, "device",
           "--device cuda: device (sample on the GPU, only tokens come back) or host (copy the "
           "logits to the host and sample there)");
+ABSL_FLAG(bool, cuda_graphs, true,
+          "--device cuda: run decode steps as CUDA graphs captured per batch shape "
+          "(--nocuda-graphs: launch every kernel each step)");
 ABSL_FLAG(double, gpu_memory_fraction, 0.9,
           "--device cuda: share of GPU memory for weights, scratch and KV cache (sizes the "
           "cache unless --kv-blocks is set)");
@@ -225,7 +228,8 @@ absl::StatusOr<WorkerConfig> ReadConfig() {
                                              absl::GetFlag(FLAGS_gpu_memory_fraction),
                                              absl::GetFlag(FLAGS_max_batched_tokens),
                                              absl::GetFlag(FLAGS_gpus),
-                                             absl::GetFlag(FLAGS_cuda_sampling)}));
+                                             absl::GetFlag(FLAGS_cuda_sampling),
+                                             absl::GetFlag(FLAGS_cuda_graphs)}));
   config.model_options.cpu_weights = device::CpuWeightsFor(config.device.device);
   return config;
 }

@@ -163,6 +163,7 @@ absl::Status CudaModelRunner::SelectDevice() const {
 
 absl::Status CudaModelRunner::ResetKvCache(int32_t num_blocks, int32_t block_size) {
   RETURN_IF_ERROR(SelectDevice());
+  graphs_.Clear();  // they hold the old cache's and batch buffers' addresses
   kv_ = DeviceBuffer();  // release the old cache before allocating the new one
   batch_.reset();
   num_blocks_ = 0;

@@ -10,6 +10,12 @@
 // logprobs copied back. Projections of up to cuda::kMaxGemvBatch rows are
 // GEMVs, larger ones go through the cuBLAS wrapper (cuda::Gemm).
 //
+// Decode steps (every sequence one token, at most cuda::kMaxGemvBatch
+// sequences, one device) run their body as a CUDA graph per batch shape
+// (DecodeGraphs, CudaOptions::cuda_graphs): DeviceBatch lays such a batch
+// out for its shape, so a replay passes the kernels what a direct launch
+// would and the logits are the same bits.
+//
 // Numerics: fp32 activations and accumulation. With CudaWeights::kNative and
 // an f32 KV cache (Precision::kReference) every kernel equals the CPU
 // reference up to summation order; with kBf16 weights are rounded to bf16
@@ -40,6 +46,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/device/decode_graphs.h"
 #include "engine/device/device_batch.h"
 #include "engine/device/device_communicator.h"
 #include "engine/device/device_options.h"
@@ -54,6 +61,9 @@ namespace tandem::device {
 
 // Copy orders one CopyKvBlocks launch takes; more go in several launches.
 inline constexpr int32_t kMaxCopiesPerLaunch = 1024;
+// Decode graphs a runner keeps (shapes: up to kMaxGemvBatch sequences times
+// the context's split-K partitions).
+inline constexpr int32_t kMaxDecodeGraphs = 128;
 
 // FailedPrecondition: Forward or CopyBlocks before a successful reset.
 absl::Status NoCacheError();
@@ -89,6 +99,8 @@ class CudaModelRunner : public model::ModelRunner {
   absl::StatusOr<int32_t> NumKvBlocksForMemoryFraction(double fraction, int32_t block_size) const;
 
   const DeviceWeights& weights() const { return weights_; }
+  // The decode graphs captured so far (their counters).
+  const DecodeGraphs& decode_graphs() const { return graphs_; }
 
  private:
   CudaModelRunner(model::Model* model, const CudaOptions& options, cudaStream_t stream);
@@ -109,8 +121,16 @@ class CudaModelRunner : public model::ModelRunner {
   absl::Status Project(const kernels::WeightView& w, const float* x, int64_t n, float* y);
   absl::Status Layer(int32_t layer);
   absl::Status Attention(int32_t layer);
-  // The forward up to the final norm (h_): embedding and every layer.
+  // The forward up to the final norm (h_): embedding and every layer; a
+  // decode batch through graphs_.
   absl::Status Body(std::span<const model::ForwardSequence> batch);
+  // A batch's decode-graph shape, or nullopt when it runs without a graph
+  // (graphs off, tensor parallelism, a prefill or more than kMaxGemvBatch
+  // sequences).
+  std::optional<DecodeGraphs::Shape> GraphShape(
+      std::span<const model::ForwardSequence> batch) const;
+  // Body's kernels over the uploaded batch_: what a decode graph captures.
+  absl::Status BodyKernels();
   // The normed rows that want logits, gathered into out_; returns how many.
   absl::StatusOr<int64_t> GatherLogitRows(std::span<const model::ForwardSequence> batch);
   // logits_ <- the output head on rows [first, first + count) of out_.
@@ -136,6 +156,7 @@ class CudaModelRunner : public model::ModelRunner {
   std::optional<DeviceBatch> batch_;  // made at ResetKvCache (depends on block_size)
   // Rank 0 with CudaOptions::sample_on_device: samples logits_ chunks.
   std::optional<DeviceSampler> sampler_;
+  DecodeGraphs graphs_{kMaxDecodeGraphs};  // holds batch_'s and kv_'s addresses
   int64_t q_dim_ = 0, kv_dim_ = 0, ffn_ = 0;
   int32_t logits_rows_ = 0;  // rows of the device logits buffer
   // Scratch, [max_batched_tokens, ...] f32 (see model.h for the shapes).

@@ -55,7 +55,36 @@ absl::Status CudaModelRunner::Body(std::span<const model::ForwardSequence> batch
   if (num_blocks_ == 0 || !batch_.has_value()) return NoCacheError();
   RETURN_IF_ERROR(SelectDevice());
   RETURN_IF_ERROR(model_->ValidateBatch(batch, num_blocks_, block_size_));
-  RETURN_IF_ERROR(batch_->Upload(batch, stream_));
+  const std::optional<DecodeGraphs::Shape> shape = GraphShape(batch);
+  if (!shape.has_value()) {
+    RETURN_IF_ERROR(batch_->Upload(batch, stream_));
+    return BodyKernels();
+  }
+  // Every batch of the shape passes the kernels the same sizes.
+  RETURN_IF_ERROR(batch_->Upload(batch, stream_,
+                                 shape->num_partitions * cuda::kDefaultDecodePartitionSize));
+  return graphs_.Run(*shape, stream_, [this] { return BodyKernels(); });
+}
+
+std::optional<DecodeGraphs::Shape> CudaModelRunner::GraphShape(
+    std::span<const model::ForwardSequence> batch) const {
+  // Graphs: one device (the emulated communicator is host code), GEMV-sized
+  // decode batches (the GEMM's emulation runs on the host).
+  if (!options_.cuda_graphs || comm_ != nullptr || batch.empty() ||
+      static_cast<int64_t>(batch.size()) > cuda::kMaxGemvBatch) {
+    return std::nullopt;
+  }
+  int32_t max_context = 0;
+  for (const model::ForwardSequence& s : batch) {
+    if (s.tokens.size() != 1) return std::nullopt;
+    max_context = std::max(max_context, s.start_pos + 1);
+  }
+  const int32_t partitions = (max_context + cuda::kDefaultDecodePartitionSize - 1) /
+                             cuda::kDefaultDecodePartitionSize;
+  return DecodeGraphs::Shape{static_cast<int32_t>(batch.size()), partitions};
+}
+
+absl::Status CudaModelRunner::BodyKernels() {
   const model::ModelConfig& c = model_->config();
   const int64_t n = batch_->num_tokens();
   RETURN_IF_ERROR(cuda::EmbeddingGather(weights_.token_embd.view, batch_->token_ids(), n,

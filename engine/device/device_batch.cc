@@ -35,7 +35,7 @@ absl::StatusOr<DeviceBatch> DeviceBatch::Create(int32_t max_tokens, int32_t max_
 }
 
 absl::Status DeviceBatch::Upload(std::span<const model::ForwardSequence> batch,
-                                 cudaStream_t stream) {
+                                 cudaStream_t stream, int32_t pad_context_to) {
   int64_t tokens = 0;
   int32_t max_blocks = 0;
   for (const model::ForwardSequence& s : batch) {
@@ -55,7 +55,8 @@ absl::Status DeviceBatch::Upload(std::span<const model::ForwardSequence> batch,
   }
   num_tokens_ = static_cast<int32_t>(tokens);
   num_seqs_ = static_cast<int32_t>(batch.size());
-  max_blocks_ = std::max(1, max_blocks);
+  const int32_t padded_context = std::min(pad_context_to, context_capacity());
+  max_blocks_ = std::max({1, max_blocks, (padded_context + block_size_ - 1) / block_size_});
   max_q_len_ = 0;
   max_context_len_ = 0;
   h_token_ids_.clear();
@@ -81,6 +82,7 @@ absl::Status DeviceBatch::Upload(std::span<const model::ForwardSequence> batch,
                              block_size_ + pos % block_size_);
     }
   }
+  max_context_len_ = std::max(max_context_len_, padded_context);
   RETURN_IF_ERROR(UploadVector(token_ids_, h_token_ids_, stream));
   RETURN_IF_ERROR(UploadVector(positions_, h_positions_, stream));
   RETURN_IF_ERROR(UploadVector(slots_, h_slots_, stream));

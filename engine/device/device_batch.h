@@ -29,7 +29,12 @@ class DeviceBatch {
   // Fills the buffers for `batch` (validated by Model::ValidateBatch) on
   // `stream`. InvalidArgument naming the limit when the batch has more
   // tokens or needs more blocks per sequence than the buffers hold.
-  absl::Status Upload(std::span<const model::ForwardSequence> batch, cudaStream_t stream);
+  // `pad_context_to` > 0 (a decode graph's shape, decode_graphs.h) reports
+  // max_context_len() as that (clamped to the tables' capacity; at least
+  // the batch's own) and lays the block tables out for it, so that every
+  // batch of the shape passes the kernels the same values.
+  absl::Status Upload(std::span<const model::ForwardSequence> batch, cudaStream_t stream,
+                      int32_t pad_context_to = 0);
 
   int32_t num_tokens() const { return num_tokens_; }
   int32_t num_seqs() const { return num_seqs_; }
@@ -39,6 +44,8 @@ class DeviceBatch {
   int32_t max_context_len() const { return max_context_len_; }
   int32_t max_blocks_per_seq() const { return max_blocks_; }
   int32_t max_tokens() const { return max_tokens_; }
+  // The longest context the block tables can hold.
+  int32_t context_capacity() const { return max_blocks_capacity_ * block_size_; }
 
   const int32_t* token_ids() const { return token_ids_.as<int32_t>(); }    // [num_tokens]
   const int32_t* positions() const { return positions_.as<int32_t>(); }    // [num_tokens]

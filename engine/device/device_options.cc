@@ -77,6 +77,7 @@ absl::StatusOr<DeviceChoice> ParseDeviceFlags(const DeviceFlags& flags) {
         "--cuda-sampling '%s' is not a sampling place: use device or host", flags.cuda_sampling));
   }
   choice.cuda.sample_on_device = flags.cuda_sampling == "device";
+  choice.cuda.cuda_graphs = flags.cuda_graphs;
   // The CUDA settings mean nothing to the CPU: there they are not checked,
   // so that the CPU's own checks (e.g. the scheduler's token budget) name
   // what is wrong.

@@ -42,6 +42,9 @@ struct CudaOptions {
   // tokens and logprobs coming back; false copies every logits row to the
   // host and samples there (--cuda-sampling host).
   bool sample_on_device = true;
+  // Decode steps run as CUDA graphs (decode_graphs.h), captured per batch
+  // shape; false launches every kernel each step (--nocuda-graphs).
+  bool cuda_graphs = true;
 };
 
 // The most tokens one forward may be sized for: 2^20.
@@ -67,6 +70,7 @@ struct DeviceFlags {
   int32_t max_batched_tokens = 2048;  // --max-batched-tokens (device scratch)
   std::string gpus;                  // --gpus: comma-separated ordinals, "" = by local rank
   std::string cuda_sampling = "device";  // --cuda-sampling: device or host
+  bool cuda_graphs = true;               // --cuda-graphs
 };
 struct DeviceChoice {
   Device device = Device::kCpu;

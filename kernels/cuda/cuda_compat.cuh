@@ -60,6 +60,7 @@
 #include "kernels/cuda/emulation/atomics.h"
 #include "kernels/cuda/emulation/cuda_types.h"
 #include "kernels/cuda/emulation/device_intrinsics.h"
+#include "kernels/cuda/emulation/graph.h"
 #include "kernels/cuda/emulation/half_types.h"
 #include "kernels/cuda/emulation/launch.h"
 #include "kernels/cuda/emulation/math_intrinsics.h"

@@ -1,5 +1,5 @@
 // The CUDA runtime's plain types under emulation: dim3/uint3, cudaError_t,
-// cudaMemcpyKind, stream and event handles. Names, values and layouts follow
+// cudaMemcpyKind, stream, event and graph handles. Names, values and layouts follow
 // the real runtime headers so that one .cu source compiles both ways; only
 // what tandem's kernels and backend use is declared.
 //
@@ -34,7 +34,10 @@ enum cudaError_t {
   cudaErrorInvalidMemcpyDirection = 21,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
 };
 using cudaError = cudaError_t;
 
@@ -54,8 +57,24 @@ enum cudaFuncAttribute {
 // emulator defines them).
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
 using cudaStream_t = CUstream_st*;
 using cudaEvent_t = CUevent_st*;
+using cudaGraph_t = CUgraph_st*;
+using cudaGraphExec_t = CUgraphExec_st*;
+
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
 
 inline constexpr int warpSize = 32;
 

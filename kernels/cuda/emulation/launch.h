@@ -5,7 +5,8 @@
 // calling thread (in the ExecutionOrder), each block's threads as fibers
 // (block_runner.h). Arguments are copied once into the launch, as CUDA
 // copies them into the parameter buffer, and each thread receives its own
-// copy.
+// copy. A launch on a capturing stream is recorded into its graph instead
+// (graph.h) and runs when the graph is launched.
 //
 // Limits are those of sm_80/sm_90: 1024 threads per block (z <= 64),
 // grid.x < 2^31, grid.y/z <= 65535, 48 KiB of dynamic shared memory unless
@@ -22,6 +23,7 @@
 #include <utility>
 
 #include "kernels/cuda/emulation/cuda_types.h"
+#include "kernels/cuda/emulation/graph.h"
 
 namespace tandem::cuda_emu {
 
@@ -46,9 +48,15 @@ void Launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "TANDEM_LAUNCH: the argument count differs from the kernel's parameter count");
   std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
-  LaunchKernel(LaunchConfig{name, reinterpret_cast<const void*>(kernel), grid, block,
-                            dynamic_shared_bytes, stream},
-               [&] { std::apply(kernel, params); });
+  const LaunchConfig config{name, reinterpret_cast<const void*>(kernel), grid, block,
+                            dynamic_shared_bytes, stream};
+  // Captured: the parameters are copied into the graph, as CUDA does.
+  if (IsCapturing(stream) && RecordIfCapturing(stream, [config, kernel, params] {
+        LaunchKernel(config, [&] { std::apply(kernel, params); });
+      })) {
+    return;
+  }
+  LaunchKernel(config, [&] { std::apply(kernel, params); });
 }
 
 }  // namespace tandem::cuda_emu

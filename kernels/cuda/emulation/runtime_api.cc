@@ -1,5 +1,7 @@
 #include "kernels/cuda/emulation/runtime_api.h"
 
+#include "kernels/cuda/emulation/graph.h"
+
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -121,6 +123,10 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
   if (!tandem::cuda_emu::IsValidStream(stream)) return RecordError(cudaErrorInvalidResourceHandle);
+  if (tandem::cuda_emu::RecordIfCapturing(
+          stream, [=] { (void)cudaMemcpy(dst, src, bytes, kind); })) {
+    return cudaSuccess;
+  }
   return cudaMemcpy(dst, src, bytes, kind);
 }
 
@@ -133,6 +139,10 @@ cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
 
 cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream) {
   if (!tandem::cuda_emu::IsValidStream(stream)) return RecordError(cudaErrorInvalidResourceHandle);
+  if (tandem::cuda_emu::RecordIfCapturing(stream,
+                                          [=] { (void)cudaMemset(ptr, value, bytes); })) {
+    return cudaSuccess;
+  }
   return cudaMemset(ptr, value, bytes);
 }
 
@@ -161,8 +171,12 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return RecordError(tandem::cuda_emu::IsValidStream(stream) ? cudaSuccess
-                                                             : cudaErrorInvalidResourceHandle);
+  if (!tandem::cuda_emu::IsValidStream(stream)) return RecordError(cudaErrorInvalidResourceHandle);
+  if (tandem::cuda_emu::IsCapturing(stream)) {
+    tandem::cuda_emu::InvalidateCapture(stream);
+    return RecordError(cudaErrorStreamCaptureUnsupported);
+  }
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -258,6 +272,12 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady:
       return "cudaErrorNotReady";
+    case cudaErrorIllegalState:
+      return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported:
+      return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated:
+      return "cudaErrorStreamCaptureInvalidated";
   }
   return "cudaErrorUnknown";
 }
@@ -282,6 +302,12 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "invalid resource handle";
     case cudaErrorNotReady:
       return "device not ready";
+    case cudaErrorIllegalState:
+      return "the operation is not permitted when the stream is in its current state";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
   }
   return "unrecognized error code";
 }

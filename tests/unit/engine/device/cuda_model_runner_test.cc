@@ -41,10 +41,12 @@ Model& DeviceModel() {
   return *m;
 }
 
-std::unique_ptr<CudaModelRunner> MakeRunner(CudaWeights weights, int32_t max_tokens = 64) {
+std::unique_ptr<CudaModelRunner> MakeRunner(CudaWeights weights, int32_t max_tokens = 64,
+                                            bool cuda_graphs = true) {
   CudaOptions options;
   options.weights = weights;
   options.max_batched_tokens = max_tokens;
+  options.cuda_graphs = cuda_graphs;
   auto r = CudaModelRunner::Create(&DeviceModel(), options);
   CHECK(r.ok(), "%s", r.status().ToString());
   CHECK((*r)->ResetKvCache(32, 16).ok());
@@ -175,6 +177,34 @@ TEST(CudaModelRunnerTest, ForwardSampleEqualsTheCpuSampler) {
   EXPECT_TRUE(std::equal(logits.begin() + 40 * vocab, logits.begin() + 41 * vocab,
                          host_logits.begin() + 40 * vocab));
   EXPECT_EQ(host_logits[0], 0.0f);
+}
+
+// Decode graphs: the same steps with graphs and without give bit-identical
+// logits; a decode shape's first step runs directly, its second is captured,
+// the third replays the graph with the next positions and tokens; another
+// shape seen once takes no graph; a KV reset drops the graphs.
+TEST(CudaModelRunnerTest, DecodeGraphsReplayTheDirectLaunches) {
+  auto graphs = MakeRunner(CudaWeights::kNative);
+  auto eager = MakeRunner(CudaWeights::kNative, 64, /*cuda_graphs=*/false);
+  // Logits (the head) at the replayed step only: it reads the KV the direct
+  // and the captured steps wrote.
+  std::vector<std::vector<Seq>> steps;
+  for (int32_t k = 0; k < 3; ++k) {
+    const int32_t logits = k == 2 ? 1 : 0;
+    steps.push_back({{Tokens(1, 20 + k), k, Blocks({0}), logits},
+                     {Tokens(1, 30 + k), k, Blocks({1}), logits}});
+  }
+  steps.push_back({{Tokens(1, 40), 0, Blocks({2}), 1}});  // one sequence: a new shape
+  for (size_t i = 0; i < steps.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "step " << i);
+    EXPECT_EQ(Forward(*graphs, steps[i]), Forward(*eager, steps[i]));
+  }
+  EXPECT_EQ(graphs->decode_graphs().num_captures(), 1);
+  EXPECT_EQ(graphs->decode_graphs().num_replays(), 1);
+  EXPECT_EQ(graphs->decode_graphs().num_graphs(), 1);
+  EXPECT_EQ(eager->decode_graphs().num_graphs(), 0);
+  ASSERT_TRUE(graphs->ResetKvCache(32, 16).ok());
+  EXPECT_EQ(graphs->decode_graphs().num_graphs(), 0);
 }
 
 TEST(CudaModelRunnerTest, RejectsABatchPastItsCapacity) {
