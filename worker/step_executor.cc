@@ -155,7 +155,6 @@ std::vector<sampling::VerifyResult> StepExecutor::FoldVerifyPositions(
     while (i < g && mine[i].draft_accepted) verified[v].accepted.push_back(std::move(mine[i++]));
     // The correction at the first rejection, or the bonus token.
     verified[v].next = std::move(mine[i]);
-    verified[v].next.draft_accepted = false;
   }
   return verified;
 }

@@ -51,12 +51,14 @@ bool SampledDraft(const sampling::SamplingRow& row) {
   return row.draft_token >= 0 && !Greedy(*row.params);
 }
 
-// The draft's support sorted by token, each once, with q(d) taken from
-// `prob` as the CPU verifier's dense q has it (later entries win).
-void AppendSupport(const sampling::SamplingRow& row, std::vector<int32_t>* tokens,
+// The draft's support sorted by token, each once, later entries winning as
+// in the CPU verifier's dense q (q(d) itself is taken from `prob`).
+// `entries` is scratch.
+void AppendSupport(const sampling::SamplingRow& row,
+                   std::vector<std::pair<int32_t, float>>& entries, std::vector<int32_t>* tokens,
                    std::vector<float>* probs) {
   const sampling::DraftProbs& q = *row.draft_probs;
-  std::vector<std::pair<int32_t, float>> entries;
+  entries.clear();
   for (size_t j = 0; j < q.support_tokens.size(); ++j) {
     entries.emplace_back(q.support_tokens[j], q.support_probs[j]);
   }
@@ -273,15 +275,17 @@ absl::Status DeviceSampler::PlanHostRows(std::span<const sampling::SamplingRow> 
   support_probs_host_.clear();
   verify_host_.assign(rows.size(), {});
   bool any = false;
+  beam_width_ = 0;
   for (size_t r = 0; r < rows.size(); ++r) {
     host_[r] = HostOnly(rows[r]);
+    if (!host_[r]) beam_width_ = std::max(beam_width_, rows[r].params->beam_candidates);
     if (host_[r] || !SampledDraft(rows[r])) continue;
     if (rows[r].draft_probs == nullptr) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "device sampler: row %d has draft token %d but no draft_probs", r, rows[r].draft_token));
     }
     const size_t begin = support_tokens_host_.size();
-    AppendSupport(rows[r], &support_tokens_host_, &support_probs_host_);
+    AppendSupport(rows[r], support_scratch_, &support_tokens_host_, &support_probs_host_);
     const size_t len = support_tokens_host_.size() - begin;
     // Supports share one buffer of max_rows * kTopKMaxCandidates entries: a
     // row past it is verified on the host.
@@ -340,23 +344,22 @@ absl::Status DeviceSampler::Sample(const float* logits, std::span<const int64_t>
   RETURN_IF_ERROR(Process(rows, stream));
   RETURN_IF_ERROR(Draw(rows, stream));
   RETURN_IF_ERROR(VerifySampledDrafts(n, stream));
-  const int32_t beam_width = MaxBeamCandidates(rows);
-  RETURN_IF_ERROR(GatherBeamCandidates(n, beam_width, stream));
+  RETURN_IF_ERROR(GatherBeamCandidates(n, beam_width_, stream));
   RETURN_IF_ERROR(cuda::GatherLogits(raw_.as<float>(), tokens_.as<int32_t>(), n, vocab_size_,
                                      raw_at_token_.as<float>(), stream));
   HostCopies copies;
-  RETURN_IF_ERROR(CopyResults(n, beam_width, stream, &copies));
-  FillResults(rows, copies, beam_width, results, host_rows);
+  RETURN_IF_ERROR(CopyResults(n, stream, &copies));
+  FillResults(rows, copies, results, host_rows);
   return absl::OkStatus();
 }
 
-absl::Status DeviceSampler::CopyResults(int32_t n, int32_t beam_width, cudaStream_t stream,
+absl::Status DeviceSampler::CopyResults(int32_t n, cudaStream_t stream,
                                         HostCopies* out) const {
   RETURN_IF_ERROR(Download(tokens_, &out->tokens, n, stream));
   RETURN_IF_ERROR(Download(accepted_, &out->accepted, any_sampled_draft_ ? n : 0, stream));
   RETURN_IF_ERROR(Download(normalizers_, &out->norms, n, stream));
   RETURN_IF_ERROR(Download(raw_at_token_, &out->raw, n, stream));
-  const size_t beam_entries = static_cast<size_t>(n) * static_cast<size_t>(beam_width);
+  const size_t beam_entries = static_cast<size_t>(n) * static_cast<size_t>(beam_width_);
   RETURN_IF_ERROR(Download(beam_tokens_, &out->beam_tokens, beam_entries, stream));
   RETURN_IF_ERROR(Download(beam_scores_, &out->beam_scores, beam_entries, stream));
   if (cudaStreamSynchronize(stream) != cudaSuccess) {
@@ -367,7 +370,7 @@ absl::Status DeviceSampler::CopyResults(int32_t n, int32_t beam_width, cudaStrea
 }
 
 void DeviceSampler::FillResults(std::span<const sampling::SamplingRow> rows,
-                                const HostCopies& copies, int32_t beam_width,
+                                const HostCopies& copies,
                                 std::span<sampling::SampleResult> results,
                                 std::vector<int32_t>* host_rows) const {
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -388,7 +391,7 @@ void DeviceSampler::FillResults(std::span<const sampling::SamplingRow> rows,
           SampledDraft(rows[r]) ? copies.accepted[r] != 0 : token == rows[r].draft_token;
     }
     if (!Beam(*rows[r].params)) continue;
-    const size_t first = r * static_cast<size_t>(beam_width);
+    const size_t first = r * static_cast<size_t>(beam_width_);
     for (int32_t j = 0; j < rows[r].params->beam_candidates; ++j) {
       const int32_t candidate = copies.beam_tokens[first + j];
       if (candidate < 0) break;
@@ -396,14 +399,6 @@ void DeviceSampler::FillResults(std::span<const sampling::SamplingRow> rows,
       result.beam_candidates.push_back({candidate, score, score});
     }
   }
-}
-
-int32_t DeviceSampler::MaxBeamCandidates(std::span<const sampling::SamplingRow> rows) const {
-  int32_t width = 0;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    if (!host_[r]) width = std::max(width, rows[r].params->beam_candidates);
-  }
-  return width;
 }
 
 absl::Status DeviceSampler::GatherBeamCandidates(int32_t num_rows, int32_t width,

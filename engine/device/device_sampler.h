@@ -54,6 +54,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -92,21 +93,19 @@ class DeviceSampler {
   absl::Status Process(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
   // Tokens of the processed rows into tokens_ (kNoDraw where undecided).
   absl::Status Draw(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
-  // host_ <- the rows left to the host; the sampled draft rows' parameters
-  // and supports into verify_host_ / support_*_host_. INVALID_ARGUMENT for
-  // a draft row without draft_probs.
+  // host_ <- the rows left to the host; beam_width_ <- the widest
+  // beam_candidates of the others (0: no beam row); the sampled draft rows'
+  // parameters and supports into verify_host_ / support_*_host_.
+  // INVALID_ARGUMENT for a draft row without draft_probs.
   absl::Status PlanHostRows(std::span<const sampling::SamplingRow> rows);
   // VerifyDrafts over the sampled draft rows (tokens_, accepted_).
   absl::Status VerifySampledDrafts(int32_t num_rows, cudaStream_t stream);
   // What a call brings back to the host, and its results from them.
   struct HostCopies;
-  absl::Status CopyResults(int32_t n, int32_t beam_width, cudaStream_t stream,
-                           HostCopies* out) const;
+  absl::Status CopyResults(int32_t n, cudaStream_t stream, HostCopies* out) const;
   void FillResults(std::span<const sampling::SamplingRow> rows, const HostCopies& copies,
-                   int32_t beam_width, std::span<sampling::SampleResult> results,
+                   std::span<sampling::SampleResult> results,
                    std::vector<int32_t>* host_rows) const;
-  // The widest beam_candidates of the device's beam rows (0: none).
-  int32_t MaxBeamCandidates(std::span<const sampling::SamplingRow> rows) const;
   // beam_tokens_ / beam_scores_ <- the first `width` kept candidates of
   // every row of the last Draw, with their processed scores.
   absl::Status GatherBeamCandidates(int32_t num_rows, int32_t width, cudaStream_t stream);
@@ -141,6 +140,8 @@ class DeviceSampler {
   std::vector<cuda::VerifyDraftRowParams> verify_host_;
   std::vector<int32_t> support_tokens_host_;
   std::vector<float> support_probs_host_;
+  std::vector<std::pair<int32_t, float>> support_scratch_;  // AppendSupport's
+  int32_t beam_width_ = 0;
   bool any_sampled_draft_ = false;
 };
 
