@@ -52,6 +52,7 @@ absl::StatusOr<std::unique_ptr<CudaModelRunner>> CudaModelRunner::Create(
             "%d is fine); see that rank's error",
             shard.rank, shard.world_size))));
     ASSIGN_OR_RETURN(runner->comm_, DeviceCommunicator::Create(model->communicator()));
+    runner->graphs_.set_collective(true);
   }
   RETURN_IF_ERROR(status);
   return runner;

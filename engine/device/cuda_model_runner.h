@@ -10,11 +10,14 @@
 // logprobs copied back. Projections of up to cuda::kMaxGemvBatch rows are
 // GEMVs, larger ones go through the cuBLAS wrapper (cuda::Gemm).
 //
-// Decode steps (every sequence one token, at most cuda::kMaxGemvBatch
-// sequences, one device) run their body as a CUDA graph per batch shape
-// (DecodeGraphs, CudaOptions::cuda_graphs): DeviceBatch lays such a batch
-// out for its shape, so a replay passes the kernels what a direct launch
-// would and the logits are the same bits.
+// Decode steps (every sequence one token) run their body as a CUDA graph
+// per batch shape (DecodeGraphs, CudaOptions::cuda_graphs): DeviceBatch lays
+// such a batch out for its shape, so a replay passes the kernels what a
+// direct launch would and the logits are the same bits. A graph holds the
+// GEMVs or cuBLAS GEMMs of its batch size and, under tensor parallelism,
+// the group's all-reduces (NCCL collectives are capturable; every rank sees
+// the same steps, so every rank captures and replays alike, as NCCL
+// requires).
 //
 // Numerics: fp32 activations and accumulation. With CudaWeights::kNative and
 // an f32 KV cache (Precision::kReference) every kernel equals the CPU
@@ -61,8 +64,8 @@ namespace tandem::device {
 
 // Copy orders one CopyKvBlocks launch takes; more go in several launches.
 inline constexpr int32_t kMaxCopiesPerLaunch = 1024;
-// Decode graphs a runner keeps (shapes: up to kMaxGemvBatch sequences times
-// the context's split-K partitions).
+// Decode graphs a runner keeps (shapes: decode batch sizes times the
+// context's split-K partitions); later shapes run directly.
 inline constexpr int32_t kMaxDecodeGraphs = 128;
 
 // FailedPrecondition: Forward or CopyBlocks before a successful reset.
@@ -125,8 +128,7 @@ class CudaModelRunner : public model::ModelRunner {
   // decode batch through graphs_.
   absl::Status Body(std::span<const model::ForwardSequence> batch);
   // A batch's decode-graph shape, or nullopt when it runs without a graph
-  // (graphs off, tensor parallelism, a prefill or more than kMaxGemvBatch
-  // sequences).
+  // (graphs off, or a step with a prefill chunk).
   std::optional<DecodeGraphs::Shape> GraphShape(
       std::span<const model::ForwardSequence> batch) const;
   // Body's kernels over the uploaded batch_: what a decode graph captures.

@@ -68,12 +68,7 @@ absl::Status CudaModelRunner::Body(std::span<const model::ForwardSequence> batch
 
 std::optional<DecodeGraphs::Shape> CudaModelRunner::GraphShape(
     std::span<const model::ForwardSequence> batch) const {
-  // Graphs: one device (the emulated communicator is host code), GEMV-sized
-  // decode batches (the GEMM's emulation runs on the host).
-  if (!options_.cuda_graphs || comm_ != nullptr || batch.empty() ||
-      static_cast<int64_t>(batch.size()) > cuda::kMaxGemvBatch) {
-    return std::nullopt;
-  }
+  if (!options_.cuda_graphs || batch.empty()) return std::nullopt;
   int32_t max_context = 0;
   for (const model::ForwardSequence& s : batch) {
     if (s.tokens.size() != 1) return std::nullopt;

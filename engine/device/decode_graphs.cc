@@ -43,7 +43,7 @@ absl::Status DecodeGraphs::Run(const Shape& shape, cudaStream_t stream,
   bool enqueue_failed = false;
   if (absl::Status s = Capture(shape, stream, enqueue, &enqueue_failed); !s.ok()) {
     seen_[shape] = kNeverCapture;
-    return enqueue_failed ? s : enqueue();
+    return enqueue_failed || collective_ ? s : enqueue();
   }
   ++num_captures_;
   if (cudaError_t e = cudaGraphLaunch(graphs_.at(shape), stream); e != cudaSuccess) {

@@ -13,6 +13,13 @@
 // graph holds the buffers' and the KV cache's addresses: Clear() them when
 // those change (CudaModelRunner::ResetKvCache).
 //
+// Collective graphs (tensor parallelism: the body holds the group's
+// all-reduces): NCCL requires every rank to capture a collective alike and
+// to launch the graph made from that capture. Every rank runs the same
+// steps, so the lazy decisions above agree; a capture the runtime refuses
+// is then an error of the step rather than a silent direct run, which would
+// leave this rank's all-reduces outside the graphs the others launch.
+//
 // Under emulation (kernels/cuda/emulation/graph.h) capture records the
 // launches and a replay re-runs them in order on the CPU: it checks that
 // replays read their inputs from device memory (a replay must equal the
@@ -51,9 +58,14 @@ class DecodeGraphs {
   // for a step of `shape`: directly the first time, captured and launched
   // the second, replayed after. Returns enqueue's error, or INTERNAL naming
   // the CUDA call that failed. A capture the runtime refuses is discarded,
-  // the step runs directly, and so does that shape from then on.
+  // the step runs directly, and so does that shape from then on; for
+  // collective graphs the refusal is the step's error (the shape still runs
+  // directly from then on).
   absl::Status Run(const Shape& shape, cudaStream_t stream,
                    const std::function<absl::Status()>& enqueue);
+
+  // Whether the captured work includes collectives (see the file comment).
+  void set_collective(bool collective) { collective_ = collective; }
 
   // Destroys every graph and forgets the shapes seen.
   void Clear();
@@ -69,6 +81,7 @@ class DecodeGraphs {
                        const std::function<absl::Status()>& enqueue, bool* enqueue_failed);
 
   int32_t max_graphs_;
+  bool collective_ = false;
   std::map<Shape, int32_t> seen_;            // steps run per shape without a graph
   std::map<Shape, cudaGraphExec_t> graphs_;  // instantiated, owned
   int64_t num_captures_ = 0;

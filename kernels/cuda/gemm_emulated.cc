@@ -6,6 +6,7 @@
 
 #include "common/status_macros.h"
 #include "kernels/cuda/cuda_error.cuh"
+#include "kernels/cuda/emulation/graph.h"
 #include "kernels/cuda/gemm_library.h"
 #include "kernels/cuda/gemm_operands.cuh"
 #include "kernels/ggml_type.h"
@@ -29,16 +30,24 @@ class EmulatedGemmLibrary final : public GemmLibrary {
       RETURN_IF_ERROR(RoundToBf16(x, n * w.cols, workspace, stream_));
       input = workspace;
     }
+    kernels::WeightView host_view = w;
+    host_view.packed = nullptr;  // Gemm's contract: w.packed is not read
+    ThreadPool* pool = pool_;
+    auto multiply = [host_view, input, n, y, pool] {
+      kernels::MatMul(host_view, input, n, y,
+                      {.isa = kernels::BestIsa(), .quantize_activations = false}, pool);
+      return cudaSuccess;
+    };
+    // Captured into a graph as cuBLAS's kernels are on a GPU: the product
+    // runs at each replay, on what x holds then.
+    if (cuda_emu::RecordIfCapturing(stream_, multiply)) return absl::OkStatus();
     // The CPU reads x, w and y as soon as it is called, so the stream's
     // earlier work must be complete. Under emulation every launch and copy
     // has run to completion when its call returns (runtime_api.h), so this
     // synchronization has nothing to wait for; it states the requirement
     // and reports an invalid stream.
     RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "Gemm: cudaStreamSynchronize"));
-    kernels::WeightView host_view = w;
-    host_view.packed = nullptr;  // Gemm's contract: w.packed is not read
-    kernels::MatMul(host_view, input, n, y,
-                    {.isa = kernels::BestIsa(), .quantize_activations = false}, pool_);
+    multiply();
     return absl::OkStatus();
   }
 

@@ -10,17 +10,17 @@
 
 // A captured graph and its executable form: the recorded operations.
 struct CUgraph_st {
-  std::vector<std::function<void()>> operations;
+  std::vector<tandem::cuda_emu::GraphOperation> operations;
 };
 struct CUgraphExec_st {
-  std::vector<std::function<void()>> operations;
+  std::vector<tandem::cuda_emu::GraphOperation> operations;
 };
 
 namespace tandem::cuda_emu {
 namespace {
 
 struct Capture {
-  std::vector<std::function<void()>> operations;
+  std::vector<tandem::cuda_emu::GraphOperation> operations;
   bool invalidated = false;
 };
 
@@ -36,7 +36,7 @@ Captures& AllCaptures() {
 
 }  // namespace
 
-bool RecordIfCapturing(cudaStream_t stream, std::function<void()> operation) {
+bool RecordIfCapturing(cudaStream_t stream, GraphOperation operation) {
   if (stream == nullptr) return false;  // the legacy stream never captures
   Captures& c = AllCaptures();
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -120,7 +120,9 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
     tandem::cuda_emu::InvalidateCapture(stream);
     return RecordError(cudaErrorStreamCaptureUnsupported);
   }
-  for (const std::function<void()>& operation : exec->operations) operation();
+  for (const tandem::cuda_emu::GraphOperation& operation : exec->operations) {
+    if (const cudaError_t error = operation(); error != cudaSuccess) return RecordError(error);
+  }
   return cudaSuccess;
 }
 

@@ -17,6 +17,14 @@
 // surface at replay (the GPU reports them at capture), graph node APIs,
 // capture across streams (events), cudaGraphExecUpdate.
 //
+// Host work that stands in for a library under emulation (the CPU matmul of
+// gemm_emulated.cc, the host all-reduce of the emulated device
+// communicator) records itself into a capture with RecordIfCapturing, as
+// cuBLAS GEMMs and NCCL collectives are captured on a GPU. An operation
+// returns its error: a replay stops at the first failing one and
+// cudaGraphLaunch returns that error (a GPU reports a failed node
+// asynchronously; the emulator reports it at the launch).
+//
 // Thread-safety: thread-safe; a capture belongs to its stream.
 #ifndef TANDEM_KERNELS_CUDA_EMULATION_GRAPH_H_
 #define TANDEM_KERNELS_CUDA_EMULATION_GRAPH_H_
@@ -36,9 +44,13 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 namespace tandem::cuda_emu {
 
+// One recorded operation: runs the launch, copy or host work; returns
+// cudaSuccess or the error that stops the replay.
+using GraphOperation = std::function<cudaError_t()>;
+
 // When `stream` is capturing, appends `operation` to its capture and
 // returns true; otherwise returns false (the caller runs it now).
-bool RecordIfCapturing(cudaStream_t stream, std::function<void()> operation);
+bool RecordIfCapturing(cudaStream_t stream, GraphOperation operation);
 
 // Whether `stream` is capturing (an invalidated capture counts).
 bool IsCapturing(cudaStream_t stream);

@@ -53,6 +53,7 @@ void Launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
   // Captured: the parameters are copied into the graph, as CUDA does.
   if (IsCapturing(stream) && RecordIfCapturing(stream, [config, kernel, params] {
         LaunchKernel(config, [&] { std::apply(kernel, params); });
+        return cudaSuccess;
       })) {
     return;
   }

@@ -124,7 +124,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
                             cudaStream_t stream) {
   if (!tandem::cuda_emu::IsValidStream(stream)) return RecordError(cudaErrorInvalidResourceHandle);
   if (tandem::cuda_emu::RecordIfCapturing(
-          stream, [=] { (void)cudaMemcpy(dst, src, bytes, kind); })) {
+          stream, [=] { return cudaMemcpy(dst, src, bytes, kind); })) {
     return cudaSuccess;
   }
   return cudaMemcpy(dst, src, bytes, kind);
@@ -140,7 +140,7 @@ cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
 cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream) {
   if (!tandem::cuda_emu::IsValidStream(stream)) return RecordError(cudaErrorInvalidResourceHandle);
   if (tandem::cuda_emu::RecordIfCapturing(stream,
-                                          [=] { (void)cudaMemset(ptr, value, bytes); })) {
+                                          [=] { return cudaMemset(ptr, value, bytes); })) {
     return cudaSuccess;
   }
   return cudaMemset(ptr, value, bytes);
@@ -272,6 +272,8 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady:
       return "cudaErrorNotReady";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
     case cudaErrorIllegalState:
       return "cudaErrorIllegalState";
     case cudaErrorStreamCaptureUnsupported:
@@ -302,6 +304,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "invalid resource handle";
     case cudaErrorNotReady:
       return "device not ready";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
     case cudaErrorIllegalState:
       return "the operation is not permitted when the stream is in its current state";
     case cudaErrorStreamCaptureUnsupported:

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/logging.h"
 #include "engine/model/cpu_model_runner.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/gemv.cuh"
 #include "tests/unit/engine/device/runner_test_util.h"
 #include "tests/unit/engine/model/model_test_util.h"
 
@@ -179,29 +181,40 @@ TEST(CudaModelRunnerTest, ForwardSampleEqualsTheCpuSampler) {
   EXPECT_EQ(host_logits[0], 0.0f);
 }
 
+// Decode steps of `num_seqs` sequences at positions 0, 1 and 2 on blocks
+// first_block.., logits at the third only (it reads the KV the first two
+// wrote).
+std::vector<std::vector<Seq>> RepeatedDecodeSteps(int32_t num_seqs, int32_t first_block) {
+  std::vector<std::vector<Seq>> steps;
+  for (int32_t k = 0; k < 3; ++k) {
+    std::vector<Seq> step;
+    for (int32_t s = 0; s < num_seqs; ++s) {
+      step.push_back({Tokens(1, 20 + 10 * s + k), k, Blocks({first_block + s}), k == 2 ? 1 : 0});
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
 // Decode graphs: the same steps with graphs and without give bit-identical
 // logits; a decode shape's first step runs directly, its second is captured,
-// the third replays the graph with the next positions and tokens; another
-// shape seen once takes no graph; a KV reset drops the graphs.
+// the third replays the graph with the next positions and tokens — for 2
+// sequences (GEMVs) and for 9 (past kMaxGemvBatch: the GEMMs are captured);
+// another shape seen once takes no graph; a KV reset drops the graphs.
 TEST(CudaModelRunnerTest, DecodeGraphsReplayTheDirectLaunches) {
   auto graphs = MakeRunner(CudaWeights::kNative);
   auto eager = MakeRunner(CudaWeights::kNative, 64, /*cuda_graphs=*/false);
-  // Logits (the head) at the replayed step only: it reads the KV the direct
-  // and the captured steps wrote.
-  std::vector<std::vector<Seq>> steps;
-  for (int32_t k = 0; k < 3; ++k) {
-    const int32_t logits = k == 2 ? 1 : 0;
-    steps.push_back({{Tokens(1, 20 + k), k, Blocks({0}), logits},
-                     {Tokens(1, 30 + k), k, Blocks({1}), logits}});
-  }
-  steps.push_back({{Tokens(1, 40), 0, Blocks({2}), 1}});  // one sequence: a new shape
+  static_assert(cuda::kMaxGemvBatch < 9);
+  std::vector<std::vector<Seq>> steps = RepeatedDecodeSteps(2, 0);
+  for (std::vector<Seq>& step : RepeatedDecodeSteps(9, 2)) steps.push_back(std::move(step));
+  steps.push_back({{Tokens(1, 40), 0, Blocks({11}), 1}});  // one sequence: a new shape
   for (size_t i = 0; i < steps.size(); ++i) {
     SCOPED_TRACE(::testing::Message() << "step " << i);
     EXPECT_EQ(Forward(*graphs, steps[i]), Forward(*eager, steps[i]));
   }
-  EXPECT_EQ(graphs->decode_graphs().num_captures(), 1);
-  EXPECT_EQ(graphs->decode_graphs().num_replays(), 1);
-  EXPECT_EQ(graphs->decode_graphs().num_graphs(), 1);
+  EXPECT_EQ(graphs->decode_graphs().num_captures(), 2);
+  EXPECT_EQ(graphs->decode_graphs().num_replays(), 2);
+  EXPECT_EQ(graphs->decode_graphs().num_graphs(), 2);
   EXPECT_EQ(eager->decode_graphs().num_graphs(), 0);
   ASSERT_TRUE(graphs->ResetKvCache(32, 16).ok());
   EXPECT_EQ(graphs->decode_graphs().num_graphs(), 0);

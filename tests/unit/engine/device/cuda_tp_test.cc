@@ -46,12 +46,19 @@ const std::vector<std::vector<Seq>>& Steps() {
   return *steps;
 }
 
+struct GroupRun {
+  std::vector<std::vector<float>> rank0_logits;  // per step
+  int64_t rank0_captures = 0;                    // decode graphs of rank 0
+  int64_t rank0_replays = 0;
+};
+
 // Every step's logits from rank 0 of a device group of `world` ranks (the
 // other ranks run the same steps without the head, as tandem-worker's do).
-std::vector<std::vector<float>> RunDeviceGroup(int world) {
+GroupRun RunDeviceGroup(int world, const std::vector<std::vector<Seq>>& steps,
+                        bool cuda_graphs = true) {
   parallel::ThreadWorld thread_world(world);
   std::vector<std::unique_ptr<parallel::Communicator>> comms = thread_world.MakeCommunicators();
-  std::vector<std::vector<float>> rank0_logits;
+  GroupRun run;
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
@@ -59,12 +66,13 @@ std::vector<std::vector<float>> RunDeviceGroup(int world) {
       CudaOptions options;
       options.weights = CudaWeights::kNative;
       options.max_batched_tokens = 64;
+      options.cuda_graphs = cuda_graphs;
       auto runner = CudaModelRunner::Create(shard.get(), options);
       CHECK(runner.ok(), "%s", runner.status().ToString());
       CHECK((*runner)->ResetKvCache(8, 16).ok());
-      for (const std::vector<Seq>& step : Steps()) {
+      for (const std::vector<Seq>& step : steps) {
         if (r == 0) {
-          rank0_logits.push_back(Forward(**runner, step));
+          run.rank0_logits.push_back(Forward(**runner, step));
         } else {
           std::vector<ForwardSequence> batch;
           for (const Seq& s : step) batch.push_back({s.tokens, s.start_pos, s.table, s.num_logits});
@@ -72,17 +80,21 @@ std::vector<std::vector<float>> RunDeviceGroup(int world) {
           CHECK(status.ok(), "%s", status.ToString());
         }
       }
+      if (r == 0) {
+        run.rank0_captures = (*runner)->decode_graphs().num_captures();
+        run.rank0_replays = (*runner)->decode_graphs().num_replays();
+      }
     });
   }
   for (std::thread& t : threads) t.join();
-  return rank0_logits;
+  return run;
 }
 
 void CompareWithCpu(int world) {
   std::unique_ptr<Model> cpu_model = LoadShard(0, 1, nullptr, /*cpu_weights=*/true);
   model::CpuModelRunner cpu(cpu_model.get());
   ASSERT_TRUE(cpu.ResetKvCache(8, 16).ok());
-  const std::vector<std::vector<float>> device = RunDeviceGroup(world);
+  const std::vector<std::vector<float>> device = RunDeviceGroup(world, Steps()).rank0_logits;
   ASSERT_EQ(device.size(), Steps().size());
   for (size_t i = 0; i < Steps().size(); ++i) {
     SCOPED_TRACE(::testing::Message() << "TP " << world << " step " << i);
@@ -95,6 +107,28 @@ TEST(CudaTpTest, TwoRanksWithAnUnevenKvHeadSplitMatchTheCpu) {
 }
 
 TEST(CudaTpTest, ThreeRanksMatchTheCpu) { ASSERT_NO_FATAL_FAILURE(CompareWithCpu(3)); }
+
+// Decode graphs at TP 2: three decode steps of two sequences after their
+// prefill; the third replays the graph captured at the second, all-reduces
+// included, and every step's logits equal the group's without graphs bit
+// for bit.
+TEST(CudaTpTest, DecodeGraphsHoldTheAllReduces) {
+  std::vector<std::vector<Seq>> steps = {
+      {{Tokens(4, 1), 0, Blocks({0}), 1}, {Tokens(6, 2), 0, Blocks({1}), 1}}};
+  for (int32_t k = 0; k < 3; ++k) {
+    steps.push_back({{Tokens(1, 10 + k), 4 + k, Blocks({0}), 1},
+                     {Tokens(1, 20 + k), 6 + k, Blocks({1}), 1}});
+  }
+  const GroupRun graphs = RunDeviceGroup(2, steps);
+  const GroupRun eager = RunDeviceGroup(2, steps, /*cuda_graphs=*/false);
+  EXPECT_EQ(graphs.rank0_captures, 1);
+  EXPECT_EQ(graphs.rank0_replays, 1);
+  EXPECT_EQ(eager.rank0_captures, 0);
+  ASSERT_EQ(graphs.rank0_logits.size(), steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(graphs.rank0_logits[i], eager.rank0_logits[i]) << "step " << i;
+  }
+}
 
 // One device listed for two ranks: rank 1 (local rank 1: no MPI here) has
 // none and fails; rank 0 learns it before joining the device communicator,

@@ -3,7 +3,8 @@
 // what device memory holds at launch (a changed input changes the output);
 // parameters are copied at capture. Capture errors as on a GPU: the legacy
 // stream, a second BeginCapture, EndCapture without one, synchronizing a
-// capturing stream (which invalidates the capture).
+// capturing stream (which invalidates the capture). Recorded host work: a
+// failing operation stops the replay and is the launch's error.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -82,6 +83,34 @@ TEST_F(GraphTest, CaptureErrorsAsOnAGpu) {
   ASSERT_EQ(cudaMemsetAsync(y.get(), 0, 4 * sizeof(float), stream_), cudaSuccess);
   EXPECT_EQ(y.Download(), std::vector<float>(4, 0.0f));
   cudaGetLastError();
+}
+
+TEST_F(GraphTest, AFailingRecordedOperationStopsTheReplay) {
+  std::vector<int> ran;
+  EXPECT_FALSE(RecordIfCapturing(stream_, [&] { return cudaSuccess; })) << "not capturing";
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ASSERT_TRUE(RecordIfCapturing(stream_, [&] {
+    ran.push_back(1);
+    return cudaSuccess;
+  }));
+  ASSERT_TRUE(RecordIfCapturing(stream_, [&] {
+    ran.push_back(2);
+    return cudaErrorLaunchFailure;
+  }));
+  ASSERT_TRUE(RecordIfCapturing(stream_, [&] {
+    ran.push_back(3);
+    return cudaSuccess;
+  }));
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+  EXPECT_TRUE(ran.empty()) << "a capture runs nothing";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaGraphLaunch(exec, stream_), cudaErrorLaunchFailure);
+  EXPECT_EQ(ran, (std::vector<int>{1, 2}));
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
 }
 
 }  // namespace
