@@ -126,8 +126,11 @@ int Main() {
   if (!tps.ok()) return Fail(tps.status());
   absl::StatusOr<std::vector<int>> num_seqs = ParseList("num-seqs", absl::GetFlag(FLAGS_num_seqs));
   if (!num_seqs.ok()) return Fail(num_seqs.status());
-  absl::StatusOr<device::DeviceChoice> choice = device::ParseDeviceFlags(
-      {"cuda", absl::GetFlag(FLAGS_cuda_weights), 0.9, absl::GetFlag(FLAGS_max_batched_tokens)});
+  device::DeviceFlags flags;
+  flags.device = "cuda";
+  flags.cuda_weights = absl::GetFlag(FLAGS_cuda_weights);
+  flags.max_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens);
+  absl::StatusOr<device::DeviceChoice> choice = device::ParseDeviceFlags(flags);
   if (!choice.ok()) return Fail(choice.status());
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;

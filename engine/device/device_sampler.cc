@@ -1,6 +1,7 @@
 #include "engine/device/device_sampler.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,11 @@ constexpr int32_t kMaxMaskIdsPerRow = 64;
 // A beam-search row the device ranks (host rows excluded by the caller).
 bool Beam(const sampling::SamplingParams& p) { return p.beam_candidates > 0; }
 
+// The top logprobs a row asks for (the CPU lists at most the vocabulary).
+int32_t TopWidth(const sampling::SamplingParams& p, int32_t vocab_size) {
+  return std::clamp(p.logprobs, 0, vocab_size);
+}
+
 bool Greedy(const sampling::SamplingParams& p) {
   return p.temperature < sampling::kGreedyTemperature;
 }
@@ -40,12 +46,14 @@ bool HostOnly(const sampling::SamplingRow& row) {
                            static_cast<int64_t>(row.eos_token_ids.size());
   const bool host_beam =
       Beam(p) && (p.beam_sample || p.beam_candidates > cuda::kTopKMaxCandidates);
-  // A draft is verified over the candidate kernel's kept list.
-  const bool host_draft = row.draft_token >= 0 && (Beam(p) || !UsesTopKKernel(p));
-  return host_beam || host_draft || p.logprobs > 0 || mask_ids > kMaxMaskIdsPerRow;
+  // A draft is verified over the candidate kernel's kept list or VocabDraw's
+  // kept set; a beam row has no draft to verify.
+  const bool host_draft = row.draft_token >= 0 && Beam(p);
+  return host_beam || host_draft || p.logprobs > sampling::kMaxLogprobs ||
+         mask_ids > kMaxMaskIdsPerRow;
 }
 
-// A sampling row with a draft to verify by VerifyDrafts (greedy rows compare
+// A sampling row with a draft to verify by VerifyDrafts or VocabDraw (greedy rows compare
 // the argmax with the draft on the host).
 bool SampledDraft(const sampling::SamplingRow& row) {
   return row.draft_token >= 0 && !Greedy(*row.params);
@@ -100,6 +108,8 @@ struct DeviceSampler::HostCopies {
   std::vector<int32_t> beam_tokens;
   std::vector<float> beam_scores;
   std::vector<int32_t> accepted;
+  std::vector<int32_t> top_tokens;
+  std::vector<float> top_raw;
 };
 
 absl::StatusOr<DeviceSampler> DeviceSampler::Create(int32_t max_rows, int32_t vocab_size,
@@ -146,6 +156,8 @@ absl::StatusOr<DeviceSampler> DeviceSampler::Create(int32_t max_rows, int32_t vo
   ASSIGN_OR_RETURN(s.support_tokens_, alloc(candidates * 4, "sampler draft supports"));
   ASSIGN_OR_RETURN(s.support_probs_, alloc(candidates * 4, "sampler draft supports"));
   ASSIGN_OR_RETURN(s.accepted_, alloc(rows * 4, "sampler draft verdicts"));
+  ASSIGN_OR_RETURN(s.top_tokens_, alloc(rows * sampling::kMaxLogprobs * 4, "sampler logprobs"));
+  ASSIGN_OR_RETURN(s.top_raw_, alloc(rows * sampling::kMaxLogprobs * 4, "sampler logprobs"));
   return s;
 }
 
@@ -229,8 +241,9 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
   const int32_t n = static_cast<int32_t>(rows.size());
   std::vector<cuda::TopKRowParams> top_k(n);
   std::vector<cuda::DrawRowParams> draw(n);
-  std::vector<cuda::VocabDrawRowParams> vocab(n);
-  bool any_vocab = false;
+  std::vector<cuda::VocabDrawRowParams>& vocab = vocab_host_;
+  vocab.assign(n, {});
+  any_vocab_ = false;
   for (int32_t r = 0; r < n; ++r) {
     const sampling::SamplingParams& p = *rows[r].params;
     draw[r] = {.seed = rows[r].seed,
@@ -248,7 +261,7 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
     } else {
       top_k[r].top_k = 0;  // not this kernel's row: reported unsupported at once
       vocab[r] = {p.top_k, p.top_p, p.min_p, draw[r], /*skip=*/false};
-      any_vocab = true;
+      any_vocab_ = true;
     }
   }
   RETURN_IF_ERROR(UploadAll(top_k_rows_, top_k, stream));
@@ -257,16 +270,25 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
       {processed_.as<float>(), top_k_rows_.as<cuda::TopKRowParams>(), kept_tokens_.as<int32_t>(),
        kept_weights_.as<float>(), kept_results_.as<cuda::TopKRowResult>(), n, vocab_size_},
       stream));
-  RETURN_IF_ERROR(cuda::DrawTokens(
+  return cuda::DrawTokens(
       {kept_tokens_.as<int32_t>(), kept_weights_.as<float>(),
        kept_results_.as<cuda::TopKRowResult>(), draw_rows_.as<cuda::DrawRowParams>(),
        tokens_.as<int32_t>(), n},
-      stream));
-  if (!any_vocab) return absl::OkStatus();
-  RETURN_IF_ERROR(UploadAll(vocab_rows_, vocab, stream));
-  return cuda::VocabDraw({processed_.as<float>(), vocab_rows_.as<cuda::VocabDrawRowParams>(),
-                          tokens_.as<int32_t>(), n, vocab_size_},
-                         stream);
+      stream);
+}
+
+absl::Status DeviceSampler::DrawWholeVocabularyRows(int32_t num_rows, cudaStream_t stream) {
+  if (!any_vocab_) return absl::OkStatus();
+  RETURN_IF_ERROR(UploadAll(vocab_rows_, vocab_host_, stream));
+  cuda::VocabDrawParams params{processed_.as<float>(), vocab_rows_.as<cuda::VocabDrawRowParams>(),
+                               tokens_.as<int32_t>(), num_rows, vocab_size_};
+  if (any_sampled_draft_) {  // VerifySampledDrafts uploaded the drafts
+    params.verify = verify_rows_.as<cuda::VerifyDraftRowParams>();
+    params.support_tokens = support_tokens_.as<int32_t>();
+    params.support_probs = support_probs_.as<float>();
+    params.accepted = accepted_.as<int32_t>();
+  }
+  return cuda::VocabDraw(params, stream);
 }
 
 absl::Status DeviceSampler::PlanHostRows(std::span<const sampling::SamplingRow> rows) {
@@ -276,9 +298,13 @@ absl::Status DeviceSampler::PlanHostRows(std::span<const sampling::SamplingRow> 
   verify_host_.assign(rows.size(), {});
   bool any = false;
   beam_width_ = 0;
+  top_width_ = 0;
   for (size_t r = 0; r < rows.size(); ++r) {
     host_[r] = HostOnly(rows[r]);
-    if (!host_[r]) beam_width_ = std::max(beam_width_, rows[r].params->beam_candidates);
+    if (!host_[r]) {
+      beam_width_ = std::max(beam_width_, rows[r].params->beam_candidates);
+      top_width_ = std::max(top_width_, TopWidth(*rows[r].params, vocab_size_));
+    }
     if (host_[r] || !SampledDraft(rows[r])) continue;
     if (rows[r].draft_probs == nullptr) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -344,7 +370,10 @@ absl::Status DeviceSampler::Sample(const float* logits, std::span<const int64_t>
   RETURN_IF_ERROR(Process(rows, stream));
   RETURN_IF_ERROR(Draw(rows, stream));
   RETURN_IF_ERROR(VerifySampledDrafts(n, stream));
+  // After VerifyDrafts, which marks VocabDraw's draft rows rejected.
+  RETURN_IF_ERROR(DrawWholeVocabularyRows(n, stream));
   RETURN_IF_ERROR(GatherBeamCandidates(n, beam_width_, stream));
+  RETURN_IF_ERROR(RankTopLogprobs(rows, stream));
   RETURN_IF_ERROR(cuda::GatherLogits(raw_.as<float>(), tokens_.as<int32_t>(), n, vocab_size_,
                                      raw_at_token_.as<float>(), stream));
   HostCopies copies;
@@ -362,6 +391,9 @@ absl::Status DeviceSampler::CopyResults(int32_t n, cudaStream_t stream,
   const size_t beam_entries = static_cast<size_t>(n) * static_cast<size_t>(beam_width_);
   RETURN_IF_ERROR(Download(beam_tokens_, &out->beam_tokens, beam_entries, stream));
   RETURN_IF_ERROR(Download(beam_scores_, &out->beam_scores, beam_entries, stream));
+  const size_t top_entries = static_cast<size_t>(n) * static_cast<size_t>(top_width_);
+  RETURN_IF_ERROR(Download(top_tokens_, &out->top_tokens, top_entries, stream));
+  RETURN_IF_ERROR(Download(top_raw_, &out->top_raw, top_entries, stream));
   if (cudaStreamSynchronize(stream) != cudaSuccess) {
     return absl::InternalError(absl::StrFormat("device sampler: %s",
                                                cudaGetErrorString(cudaGetLastError())));
@@ -381,6 +413,12 @@ void DeviceSampler::FillResults(std::span<const sampling::SamplingRow> rows,
     const int32_t token = copies.tokens[r];
     if (host_[r] || token == cuda::kNoDraw) {
       result.token = -1;
+      host_rows->push_back(static_cast<int32_t>(r));
+      continue;
+    }
+    if (!FillTopLogprobs(r, rows[r], copies, &result)) {
+      result.token = -1;
+      result.top_logprobs.clear();
       host_rows->push_back(static_cast<int32_t>(r));
       continue;
     }
@@ -409,6 +447,43 @@ absl::Status DeviceSampler::GatherBeamCandidates(int32_t num_rows, int32_t width
        kept_results_.as<cuda::TopKRowResult>(), beam_tokens_.as<int32_t>(),
        beam_scores_.as<float>(), width, num_rows, vocab_size_},
       stream);
+}
+
+absl::Status DeviceSampler::RankTopLogprobs(std::span<const sampling::SamplingRow> rows,
+                                            cudaStream_t stream) {
+  if (top_width_ == 0) return absl::OkStatus();
+  const int32_t n = static_cast<int32_t>(rows.size());
+  // k = logprobs over the raw row; top_k 0 (reported unsupported at once)
+  // for the rows that ask for none.
+  std::vector<cuda::TopKRowParams> top_k(n);
+  for (int32_t r = 0; r < n; ++r) {
+    top_k[r] = {host_[r] ? 0 : TopWidth(*rows[r].params, vocab_size_), 1.0f, 0.0f};
+  }
+  RETURN_IF_ERROR(UploadAll(top_k_rows_, top_k, stream));
+  RETURN_IF_ERROR(cuda::TopKTopP(
+      {raw_.as<float>(), top_k_rows_.as<cuda::TopKRowParams>(), kept_tokens_.as<int32_t>(),
+       kept_weights_.as<float>(), kept_results_.as<cuda::TopKRowResult>(), n, vocab_size_},
+      stream));
+  return cuda::GatherKeptCandidates(
+      {raw_.as<float>(), kept_tokens_.as<int32_t>(), kept_results_.as<cuda::TopKRowResult>(),
+       top_tokens_.as<int32_t>(), top_raw_.as<float>(), top_width_, n, vocab_size_},
+      stream);
+}
+
+bool DeviceSampler::FillTopLogprobs(size_t r, const sampling::SamplingRow& row,
+                                    const HostCopies& copies,
+                                    sampling::SampleResult* result) const {
+  const int32_t k = TopWidth(*row.params, vocab_size_);
+  const size_t first = r * static_cast<size_t>(top_width_);
+  const cuda::LogSoftmaxNormalizerResult& norm = copies.norms[r];
+  for (int32_t j = 0; j < k; ++j) {
+    const int32_t token = copies.top_tokens[first + j];
+    const float raw = copies.top_raw[first + j];
+    // Fewer live logits than k, or a +inf the candidate order clamps.
+    if (token < 0 || raw == std::numeric_limits<float>::infinity()) return false;
+    result->top_logprobs.push_back({token, sampling::RawLogprob(raw, norm.max, norm.sum)});
+  }
+  return true;
 }
 
 }  // namespace tandem::device

@@ -20,21 +20,28 @@
 // `token` the best candidate.
 // Rows with a draft to verify (row.draft_token >= 0: one position of
 // speculative verification, SpeculativeVerifier::VerifyPosition): greedy
-// rows accept the draft iff it is the argmax above; sampling rows through
-// the candidate kernel take VerifyDrafts (verify_draft.cuh) on the kept list
-// and the draft's q: accept d iff u * q(d) < p(d), else the residual draw
-// over max(0, p - q), else (no residual mass) the draw above. The result's
-// token is the emitted one, draft_accepted the verdict.
+// rows accept the draft iff it is the argmax above; sampling rows take
+// VerifyDrafts (verify_draft.cuh) on the candidate kernel's kept list, or
+// VocabDraw's verification (vocab_draw.cuh) over the whole vocabulary, with
+// the draft's q: accept d iff u * q(d) < p(d), else the residual draw over
+// max(0, p - q), else (no residual mass) the draw above. The result's token
+// is the emitted one, draft_accepted the verdict.
+// Top logprobs (params.logprobs > 0, any row the device takes): the
+// logprobs highest raw logits (TopKTopP on the raw row with k = logprobs,
+// top-p off: the first k of the kept set, ties by lower id, as the CPU's
+// partial sort), gathered with GatherKeptCandidates and turned into
+// logprobs on the host with the row's normalizer, as the chosen token's.
 // The raw logits are not modified (the stages work on a copy).
 //
 // Rows left to the host (results[i].token = -1, i listed in `host_rows`):
 // beam sampling rows (Gumbel keys over the whole vocabulary) and beams wider
-// than kTopKMaxCandidates, draft rows whose sampling is VocabDraw's (top-k
-// off or past kTopKMaxCandidates) or whose draft supports overflow the
-// call's max_rows * kTopKMaxCandidates entries, rows asking for top logprobs (params.logprobs >
-// 0), and rows the device could not decide (no live logit after processing,
-// where the CPU takes the raw argmax, or more than kTopKMaxCandidates logits
-// tied into a top-k set). The caller samples those with the CPU Sampler on
+// than kTopKMaxCandidates, draft rows whose draft supports overflow the
+// call's max_rows * kTopKMaxCandidates entries, and rows the device could
+// not decide (no live logit after processing, where the CPU takes the raw
+// argmax; more than kTopKMaxCandidates logits tied into a top-k set; top
+// logprobs of a raw row with fewer than `logprobs` live logits (neither
+// -inf nor NaN), where the CPU lists dead tokens too, or with a +inf logit,
+// which the candidate order ties with the largest float). The caller samples those with the CPU Sampler on
 // their raw logits (draft rows with VerifyPosition).
 //
 // Same tokens as the CPU: the stages are the CPU's (penalties bit-identical;
@@ -61,6 +68,7 @@
 #include "engine/sampling/sampler.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/verify_draft.cuh"
+#include "kernels/cuda/vocab_draw.cuh"
 
 namespace tandem::device {
 
@@ -73,8 +81,8 @@ class DeviceSampler {
 
   // Samples rows[i] from row logit_rows[i] of `logits` (device, [*,
   // vocab_size]); rows[i].logits is not read. results[i] gets the token and
-  // its logprob (and a beam row its beam_candidates; top_logprobs stay
-  // empty), or token -1
+  // its logprob, its top_logprobs when params.logprobs > 0 (and a beam row
+  // its beam_candidates), or token -1
   // for a row left to the host, whose index i is appended to *host_rows.
   // INVALID_ARGUMENT when rows exceed max_rows, their histories max_tokens,
   // or the spans' sizes differ; INTERNAL for a CUDA error. Returns when the
@@ -91,8 +99,11 @@ class DeviceSampler {
                           cudaStream_t stream);
   // Masks, penalties and temperature on processed_ (a copy of raw_).
   absl::Status Process(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
-  // Tokens of the processed rows into tokens_ (kNoDraw where undecided).
+  // Tokens of the processed rows the candidate kernel takes into tokens_
+  // (kNoDraw where undecided); plans the others' VocabDraw (vocab_host_).
   absl::Status Draw(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
+  // VocabDraw over the rows Draw left to it, verifying their drafts.
+  absl::Status DrawWholeVocabularyRows(int32_t num_rows, cudaStream_t stream);
   // host_ <- the rows left to the host; beam_width_ <- the widest
   // beam_candidates of the others (0: no beam row); the sampled draft rows'
   // parameters and supports into verify_host_ / support_*_host_.
@@ -109,6 +120,14 @@ class DeviceSampler {
   // beam_tokens_ / beam_scores_ <- the first `width` kept candidates of
   // every row of the last Draw, with their processed scores.
   absl::Status GatherBeamCandidates(int32_t num_rows, int32_t width, cudaStream_t stream);
+  // top_tokens_ / top_raw_ <- each row's params.logprobs highest raw
+  // logits (top_width_ per row; none when top_width_ is 0). Reuses the
+  // kept_* buffers, after the stages that read them.
+  absl::Status RankTopLogprobs(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
+  // The row's top logprobs from the copies into *result; false when the
+  // device's list may differ from the CPU's (see the file comment).
+  bool FillTopLogprobs(size_t r, const sampling::SamplingRow& row, const HostCopies& copies,
+                       sampling::SampleResult* result) const;
 
   int32_t max_rows_ = 0;
   int32_t vocab_size_ = 0;
@@ -135,13 +154,18 @@ class DeviceSampler {
   cuda::DeviceBuffer support_tokens_;  // [max_rows * kTopKMaxCandidates] int32
   cuda::DeviceBuffer support_probs_;   // [max_rows * kTopKMaxCandidates] f32
   cuda::DeviceBuffer accepted_;        // [max_rows] int32 verdicts
+  cuda::DeviceBuffer top_tokens_;      // [max_rows, width <= kMaxLogprobs] int32
+  cuda::DeviceBuffer top_raw_;         // [max_rows, width] f32 raw logits
   // Per call (PlanHostRows), reused.
   std::vector<bool> host_;
   std::vector<cuda::VerifyDraftRowParams> verify_host_;
+  std::vector<cuda::VocabDrawRowParams> vocab_host_;
+  bool any_vocab_ = false;
   std::vector<int32_t> support_tokens_host_;
   std::vector<float> support_probs_host_;
   std::vector<std::pair<int32_t, float>> support_scratch_;  // AppendSupport's
   int32_t beam_width_ = 0;
+  int32_t top_width_ = 0;  // the most top logprobs a device row asks for
   bool any_sampled_draft_ = false;
 };
 

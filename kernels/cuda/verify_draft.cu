@@ -10,29 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/counter_rng.h"
 #include "kernels/cuda/cuda_error.cuh"
+#include "kernels/cuda/draft_prob.cuh"
 
 namespace tandem::cuda {
 namespace {
 
 constexpr int kVerifyThreads = 256;
-
-// q(t) for the row's draft distribution.
-__device__ float DraftProb(const VerifyDraftRowParams& row, const int32_t* support_tokens,
-                           const float* support_probs, int32_t t) {
-  if (t == row.draft) return row.q_draft;
-  int lo = 0;
-  int hi = row.support_len;
-  const int32_t* tokens = support_tokens + row.support_begin;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if (tokens[mid] < t) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo < row.support_len && tokens[lo] == t ? support_probs[row.support_begin + lo] : 0.0f;
-}
 
 // The residual draw over the n candidates sorted by token (thread 0 only):
 // the token, or -1 when the residual has no mass.

@@ -12,178 +12,163 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/counter_rng.h"
+#include "kernels/cuda/draft_prob.cuh"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_error.cuh"
 #include "kernels/cuda/float_key.cuh"
+#include "kernels/cuda/vocab_candidates.cuh"
 
 namespace tandem::cuda {
 namespace {
 
+using vocab::FindCrossing;
+using vocab::kNegInf;
+using vocab::Filter;
+using vocab::LastPositive;
+using vocab::MassAtLeast;
+using vocab::MaxLive;
+using vocab::Row;
+using vocab::Scratch;
+
 constexpr int kVocabDrawThreads = 256;
-constexpr float kNegInf = -INFINITY;
-constexpr uint32_t kOneBits = 0x3F800000u;  // 1.0f: the largest weight
-
-struct Scratch {
-  double* sums;
-  int32_t* counts;
-  uint32_t* bits;
-};
-
-// A row's candidates: live logits, >= kth under top-k (kth = -inf when off).
-struct Row {
-  const float* logits;
-  int32_t vocab_size;
-  float max_logit;  // the largest live logit, +inf clamped
-  float kth;
-};
-
-__device__ __forceinline__ bool Live(const Row& r, float l) { return l > kNegInf && l >= r.kth; }
-
-__device__ __forceinline__ uint32_t WeightBits(const Row& r, float l) {
-  return __float_as_uint(expf(fminf(l, FLT_MAX) - r.max_logit));
-}
-
-// Which candidates are kept: those at or before `cut` in the canonical order
-// (weight bits descending, token ascending) with weight bits >= min_bits.
-struct Filter {
-  uint32_t cut_bits = 0;
-  int32_t cut_token = INT_MAX;
-  uint32_t min_bits = 0;
-};
-
-__device__ __forceinline__ bool Kept(const Filter& f, uint32_t wb, int32_t token) {
-  return wb >= f.min_bits && (wb > f.cut_bits || (wb == f.cut_bits && token <= f.cut_token));
-}
-
-// Σ weights of the kept candidates with weight bits >= bits.
-__device__ double MassAtLeast(const Row& r, const Filter& f, uint32_t bits, const Scratch& s) {
-  double mass = 0.0;
-  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
-    const float l = r.logits[i];
-    if (!Live(r, l)) continue;
-    const uint32_t wb = WeightBits(r, l);
-    if (wb >= bits && Kept(f, wb, i)) mass += __uint_as_float(wb);
-  }
-  return BlockAllReduce(mass, SumOp(), s.sums);
-}
-
-// Kept candidates of weight bits exactly `bits` with token <= last_token.
-__device__ int32_t CountTies(const Row& r, const Filter& f, uint32_t bits, int32_t last_token,
-                             const Scratch& s) {
-  int32_t count = 0;
-  for (int32_t i = threadIdx.x; i <= last_token && i < r.vocab_size; i += blockDim.x) {
-    const float l = r.logits[i];
-    if (!Live(r, l)) continue;
-    const uint32_t wb = WeightBits(r, l);
-    count += wb == bits && Kept(f, wb, i);
-  }
-  return BlockAllReduce(count, SumOp(), s.counts);
-}
-
-// The token of the j-th (1-based) kept tie of weight bits `bits`, in token order.
-__device__ int32_t NthTie(const Row& r, const Filter& f, uint32_t bits, int32_t j,
-                          const Scratch& s) {
-  int32_t lo = 0, hi = r.vocab_size - 1;  // the answer lies in [lo, hi]
-  while (lo < hi) {
-    const int32_t mid = lo + (hi - lo) / 2;
-    if (CountTies(r, f, bits, mid, s) >= j) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
+// The kept candidates of the row: top-k in r.kth, the top-p cut and min-p.
+__device__ Filter KeptFilter(const Row& r, const VocabDrawRowParams& params, const Scratch& s) {
+  Filter f;
+  if (params.top_p < 1.0f) {
+    const double target = static_cast<double>(params.top_p) * MassAtLeast(r, f, 0, s);
+    uint32_t cut_bits = 0;
+    int32_t cut_token = 0;
+    if (FindCrossing(r, f, target, /*reaches=*/true, s, &cut_bits, &cut_token)) {
+      f.cut_bits = cut_bits;
+      f.cut_token = cut_token;
     }
   }
-  return lo;
+  if (params.min_p > 0.0f) f.min_bits = __float_as_uint(params.min_p);
+  return f;
 }
 
-// The first kept candidate in the canonical order at which the running mass
-// crosses `target` (>= when `reaches`, else >); false when the whole kept
-// mass does not.
-__device__ bool FindCrossing(const Row& r, const Filter& f, double target, bool reaches,
-                             const Scratch& s, uint32_t* at_bits, int32_t* at_token) {
-  const auto crossed = [&](double mass) { return reaches ? mass >= target : mass > target; };
-  if (!crossed(MassAtLeast(r, f, 0, s))) return false;
-  // The crossing candidate's weight: the largest weight whose candidates and
-  // the heavier ones together cross.
-  uint32_t bits = 0;
-  for (int bit = 29; bit >= 0; --bit) {
-    const uint32_t trial = bits | (1u << bit);
-    if (trial <= kOneBits && crossed(MassAtLeast(r, f, trial, s))) bits = trial;
-  }
-  // Among its ties, in token order: add them one by one, as the CPU walk does.
-  const double heavier = bits < kOneBits ? MassAtLeast(r, f, bits + 1, s) : 0.0;
-  const int32_t ties = CountTies(r, f, bits, r.vocab_size - 1, s);
-  const double weight = __uint_as_float(bits);
-  double mass = heavier;
-  int32_t j = 1;
-  for (; j < ties; ++j) {
-    mass += weight;
-    if (crossed(mass)) break;
-  }
-  *at_bits = bits;
-  *at_token = NthTie(r, f, bits, j, s);
-  return true;
+// The verification's shared memory: one chunk of residuals and the walk's
+// answer, which thread 0 hands to the block.
+struct Walk {
+  double* chunk;  // [blockDim.x]
+  double* running;
+  int32_t* found;
+  int32_t* last;
+};
+
+// The draft's row and the call's supports.
+struct Draft {
+  const VerifyDraftRowParams& row;
+  const int32_t* support_tokens;
+  const float* support_probs;
+};
+
+// max(0, p(t) - q(t)) for token t (0 past the vocabulary, for a cut or dead
+// t, and for NaN), in double as the CPU verifier computes it.
+__device__ __forceinline__ double ResidualOf(const Row& r, const Filter& f, double total,
+                                             const Draft& d, int32_t t) {
+  if (t >= r.vocab_size) return 0.0;
+  const float l = r.logits[t];
+  if (!vocab::Live(r, l)) return 0.0;
+  const uint32_t wb = vocab::WeightBits(r, l);
+  if (!vocab::Kept(f, wb, t)) return 0.0;
+  const double residual =
+      static_cast<double>(__uint_as_float(wb)) / total -
+      static_cast<double>(DraftProb(d.row, d.support_tokens, d.support_probs, t));
+  return residual > 0.0 ? residual : 0.0;
 }
 
-// The lightest positive and the heaviest weight bits among the kept
-// candidates (UINT_MAX / 0 when there are none).
-__device__ void KeptWeightRange(const Row& r, const Filter& f, const Scratch& s,
-                                uint32_t* lightest, uint32_t* heaviest) {
-  uint32_t light = UINT_MAX, heavy = 0;
-  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
-    const float l = r.logits[i];
-    if (!Live(r, l)) continue;
-    const uint32_t wb = WeightBits(r, l);
-    if (!Kept(f, wb, i)) continue;
-    if (wb > 0) light = wb < light ? wb : light;
-    heavy = wb > heavy ? wb : heavy;
+// Thread 0 walks one chunk in token order from `running`: the first token
+// at which the running sum exceeds `target`, else -1; the walk's sum and the
+// chunk's last positive token land in `w` for the block.
+__device__ int32_t WalkChunk(int32_t base, double running, double target, const Walk& w) {
+  __syncthreads();  // the chunk is written
+  if (threadIdx.x == 0) {
+    *w.found = -1;
+    for (int32_t i = 0; i < static_cast<int32_t>(blockDim.x); ++i) {
+      if (w.chunk[i] <= 0.0) continue;
+      *w.last = base + i;
+      running += w.chunk[i];
+      if (running > target) {
+        *w.found = base + i;
+        break;
+      }
+    }
+    *w.running = running;
   }
-  *lightest = BlockAllReduce(light, MinOp(), s.bits);
-  *heaviest = BlockAllReduce(heavy, MaxOp(), s.bits);
+  __syncthreads();
+  const int32_t found = *w.found;
+  __syncthreads();  // read before the next chunk overwrites
+  return found;
 }
 
-// The highest (`highest`) or lowest token among the kept candidates of
-// weight bits `bits`.
-__device__ int32_t TieEnd(const Row& r, const Filter& f, uint32_t bits, bool highest,
-                          const Scratch& s) {
-  int32_t token = highest ? -1 : INT_MAX;
-  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
-    const float l = r.logits[i];
-    if (!Live(r, l) || WeightBits(r, l) != bits || !Kept(f, bits, i)) continue;
-    token = highest ? (i > token ? i : token) : (i < token ? i : token);
+// The residual draw over max(0, p - q) by inverse CDF in token order with
+// u: the token, or -1 when the residual has no mass.
+__device__ int32_t DrawResidual(const Row& r, const Filter& f, double total, const Draft& d,
+                                double u, const Scratch& s, const Walk& w) {
+  double mass = 0.0;
+  for (int32_t base = 0; base < r.vocab_size; base += blockDim.x) {
+    mass += BlockAllReduce(ResidualOf(r, f, total, d, base + threadIdx.x), SumOp(), s.sums);
   }
-  return highest ? BlockAllReduce(token, MaxOp(), s.counts)
-                 : BlockAllReduce(token, MinOp(), s.counts);
+  if (!(mass > 0.0) || !isfinite(mass)) return -1;
+  const double target = u * mass;
+  double running = 0.0;
+  if (threadIdx.x == 0) *w.last = -1;
+  for (int32_t base = 0; base < r.vocab_size; base += blockDim.x) {
+    const double residual = ResidualOf(r, f, total, d, base + threadIdx.x);
+    const double chunk_mass = BlockAllReduce(residual, SumOp(), s.sums);
+    if (!(chunk_mass > 0.0)) continue;
+    if (running + chunk_mass <= target) {
+      running += chunk_mass;
+      continue;
+    }
+    w.chunk[threadIdx.x] = residual;
+    if (const int32_t found = WalkChunk(base, running, target, w); found >= 0) return found;
+    running = *w.running;  // rounding: the walk stayed short of the tree sum
+  }
+  // The walk fell short: the last token of positive residual, as the CPU.
+  int32_t last = -1;
+  for (int32_t t = threadIdx.x; t < r.vocab_size; t += blockDim.x) {
+    if (ResidualOf(r, f, total, d, t) > 0.0) last = t;
+  }
+  return BlockAllReduce(last, MaxOp(), s.counts);
 }
 
-// When the draw's walk falls short: the canonically last kept candidate of
-// positive weight (the lightest, then the highest token); with none, the
-// first (the heaviest, then the lowest token).
-__device__ int32_t LastPositive(const Row& r, const Filter& f, const Scratch& s) {
-  uint32_t lightest = 0, heaviest = 0;
-  KeptWeightRange(r, f, s, &lightest, &heaviest);
-  if (lightest != UINT_MAX) return TieEnd(r, f, lightest, /*highest=*/true, s);
-  return TieEnd(r, f, heaviest, /*highest=*/false, s);
-}
-
-// The row's largest live logit (+inf clamped) and its number of live logits.
-__device__ float MaxLive(const float* logits, int32_t vocab_size, int32_t* num_live,
-                         const Scratch& s) {
-  float max_logit = kNegInf;
-  int32_t live = 0;
-  for (int32_t i = threadIdx.x; i < vocab_size; i += blockDim.x) {
-    const float l = logits[i];
-    if (!(l > kNegInf)) continue;
-    ++live;
-    max_logit = fmaxf(max_logit, fminf(l, FLT_MAX));
+// The verification of d.row's draft over the kept candidates (the file
+// comment of vocab_draw.cuh): *token becomes the emitted token (the draw
+// stands when the residual has no mass); returns whether d was accepted.
+__device__ bool VerifyDraft(const Row& r, const Filter& f, double total, const Draft& d,
+                            const Scratch& s, const Walk& w, int32_t* token) {
+  const VerifyDraftRowParams& v = d.row;
+  double p_d = 0.0;
+  if (v.draft < r.vocab_size) {
+    const float l = r.logits[v.draft];
+    if (vocab::Live(r, l) && vocab::Kept(f, vocab::WeightBits(r, l), v.draft)) {
+      p_d = static_cast<double>(__uint_as_float(vocab::WeightBits(r, l))) / total;
+    }
   }
-  *num_live = BlockAllReduce(live, SumOp(), s.counts);
-  return KeyToFloat(BlockAllReduce(OrderedKey(max_logit), MaxOp(), s.bits));
+  const double u =
+      kernels::UniformDraw(v.seed, v.stream, v.step, kernels::DrawPurpose::kSpeculativeAccept);
+  // u < p/q without the division (q(d) > 0); NaN compares false: rejected.
+  if (u * static_cast<double>(v.q_draft) < p_d) {
+    *token = v.draft;
+    return true;
+  }
+  const int32_t drawn = DrawResidual(
+      r, f, total, d,
+      kernels::UniformDraw(v.seed, v.stream, v.step, kernels::DrawPurpose::kSpeculativeResidual),
+      s, w);
+  if (drawn >= 0) *token = drawn;
+  return false;
 }
 
 __global__ void __launch_bounds__(kVocabDrawThreads) VocabDrawKernel(VocabDrawParams p) {
   __shared__ double sums[kMaxWarpsPerBlock];
   __shared__ int32_t counts[kMaxWarpsPerBlock];
   __shared__ uint32_t bits[kMaxWarpsPerBlock];
+  __shared__ double chunk[kVocabDrawThreads];
+  __shared__ double walk_running;
+  __shared__ int32_t walk_found, walk_last;
   const Scratch s{sums, counts, bits};
   const VocabDrawRowParams params = p.rows[blockIdx.x];
   if (params.skip) return;  // the whole block
@@ -197,25 +182,24 @@ __global__ void __launch_bounds__(kVocabDrawThreads) VocabDrawKernel(VocabDrawPa
   const bool top_k = params.top_k > 0 && params.top_k < p.vocab_size && num_live > params.top_k;
   const Row r{logits, p.vocab_size, max_logit,
               top_k ? BlockKthLargest(logits, p.vocab_size, params.top_k, s.counts) : kNegInf};
-  Filter f;
-  if (params.top_p < 1.0f) {
-    const double target = static_cast<double>(params.top_p) * MassAtLeast(r, f, 0, s);
-    uint32_t cut_bits = 0;
-    int32_t cut_token = 0;
-    if (FindCrossing(r, f, target, /*reaches=*/true, s, &cut_bits, &cut_token)) {
-      f.cut_bits = cut_bits;
-      f.cut_token = cut_token;
-    }
-  }
-  if (params.min_p > 0.0f) f.min_bits = __float_as_uint(params.min_p);
+  const Filter f = KeptFilter(r, params, s);
+  const double total = MassAtLeast(r, f, 0, s);
   const double u = kernels::UniformDraw(params.draw.seed, params.draw.stream, params.draw.step);
-  const double target = u * MassAtLeast(r, f, 0, s);
   uint32_t at_bits = 0;
   int32_t token = 0;
-  if (!FindCrossing(r, f, target, /*reaches=*/false, s, &at_bits, &token)) {
+  if (!FindCrossing(r, f, u * total, /*reaches=*/false, s, &at_bits, &token)) {
     token = LastPositive(r, f, s);
   }
-  if (threadIdx.x == 0) p.out_tokens[blockIdx.x] = token;
+  const bool verifies = p.verify != nullptr && p.verify[blockIdx.x].draft >= 0;
+  bool accepted = false;
+  if (verifies) {
+    const Draft d{p.verify[blockIdx.x], p.support_tokens, p.support_probs};
+    accepted = VerifyDraft(r, f, total, d, s, {chunk, &walk_running, &walk_found, &walk_last},
+                           &token);
+  }
+  if (threadIdx.x != 0) return;
+  p.out_tokens[blockIdx.x] = token;
+  if (verifies) p.accepted[blockIdx.x] = accepted ? 1 : 0;
 }
 
 }  // namespace
@@ -229,6 +213,9 @@ absl::Status VocabDraw(const VocabDrawParams& params, cudaStream_t stream) {
   if (params.logits == nullptr || params.rows == nullptr || params.out_tokens == nullptr) {
     return absl::InvalidArgumentError(
         "vocab draw: logits, rows and out_tokens must not be null");
+  }
+  if (params.verify != nullptr && params.accepted == nullptr) {
+    return absl::InvalidArgumentError("vocab draw: verify needs accepted");
   }
   // A small vocabulary gets a smaller block (whole warps: the reductions need them).
   const int threads = std::min(kVocabDrawThreads, (params.vocab_size + 31) / 32 * 32);

@@ -18,6 +18,16 @@
 // within rounding of a boundary; on one backend a row's token depends only on
 // its logits, parameters and counter, never on the batch around it.
 //
+// Speculative verification (rows with a draft in VocabDrawParams::verify):
+// the decision of verify_draft.cuh over this kept set — p(d) = weight(d) /
+// Σ kept (0 when d was cut), accept d iff u * q(d) < p(d), else the residual
+// draw over max(0, p - q) by inverse CDF over token ids ascending, else (no
+// residual mass) the draw above. The residual's sums run chunk by chunk
+// (blockDim tokens, a tree sum each, chunks in token order) and the chunk
+// where the walk crosses is walked token by token as the CPU does, so the
+// token differs from the CPU's only where u' * mass falls within rounding of
+// a boundary.
+//
 // Cost: about 130 block-wide passes over the row (two 30-step bisections
 // over weights, two over token ids, one over logits with top-k).
 //
@@ -30,6 +40,7 @@
 #include "absl/status/status.h"
 #include "kernels/cuda/cuda_compat.cuh"
 #include "kernels/cuda/sample_draw.cuh"
+#include "kernels/cuda/verify_draft.cuh"
 
 namespace tandem::cuda {
 
@@ -48,10 +59,18 @@ struct VocabDrawParams {
   int32_t* out_tokens = nullptr;              // [num_rows]: the token, or kNoDraw (no live logit)
   int32_t num_rows = 0;
   int32_t vocab_size = 0;
+  // Speculative verification; null when no row verifies. verify[r].draft
+  // >= 0: row r verifies that draft (out_tokens[r] is the emitted token,
+  // accepted[r] 1 or 0); supports as VerifyDraftParams's.
+  const VerifyDraftRowParams* verify = nullptr;  // [num_rows]
+  const int32_t* support_tokens = nullptr;
+  const float* support_probs = nullptr;
+  int32_t* accepted = nullptr;  // [num_rows]; required with verify
 };
 
-// Enqueues one draw per row. INVALID_ARGUMENT naming the value for null
-// pointers or sizes < 1; INTERNAL when the launch fails.
+// Enqueues one draw (or verification) per row. INVALID_ARGUMENT naming the
+// value for null pointers (accepted with verify) or sizes < 1; INTERNAL
+// when the launch fails.
 absl::Status VocabDraw(const VocabDrawParams& params, cudaStream_t stream);
 
 }  // namespace tandem::cuda

@@ -3,11 +3,13 @@
 `mpirun -np 2` and `-np 3` tandem-worker (--cuda-weights native, reference
 precision) behind a coordinator must give, request for request, what
 `tandem run --precision reference` gives on the CPU at TP = 1: greedy tokens
-and their logprobs (within 1e-3), seeded sampling, n = 2 forks (copy-on-write
+and their logprobs (within 1e-3), top logprobs (ranked on the device: the same
+tokens, logprobs within 1e-3), seeded sampling, n = 2 forks (copy-on-write
 blocks on the device), beam search with 4 beams, a prompt over several KV
 blocks, and speculative decoding with n-gram drafts, verified on the device
 (greedy, which must also equal the same request decoded plainly, and seeded
-sampling with top-k, equal to the CPU verifier's tokens).
+sampling with top-k and with top-k off — the whole-vocabulary verification —
+equal to the CPU verifier's tokens).
 
 The model is `tandem make-model --shape toy` with the default model's
 vocabulary (random weights, 4 small layers): the emulator runs every CUDA
@@ -41,11 +43,14 @@ SPECULATIVE = {"prompt": "a b c a b c a b c a b", "max_tokens": 10, "temperature
 REQUESTS = [
     {"prompt_token_ids": [100 + 37 * i for i in range(20)], "max_tokens": 8, "temperature": 0,
      "logprobs": 3},
-    {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0.8, "seed": 11},
+    {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0.8, "seed": 11,
+     "logprobs": 2},
     {"prompt": "The weather today", "max_tokens": 6, "temperature": 1.0, "seed": 5, "n": 2},
     {"prompt": "The sky is", "max_tokens": 5, "num_beams": 4},
     {"prompt_token_ids": [200 + 11 * i for i in range(40)], "max_tokens": 6, "temperature": 0},
     dict(SPECULATIVE, temperature=0.7, top_k=20, seed=9, num_speculative_tokens=3,
+         draft="ngram"),
+    dict(SPECULATIVE, temperature=0.8, top_p=0.9, seed=21, num_speculative_tokens=3,
          draft="ngram"),
     SPECULATIVE,
     dict(SPECULATIVE, num_speculative_tokens=3, draft="ngram"),
@@ -111,10 +116,20 @@ class CudaTensorParallelTest(unittest.TestCase):
         self.assertEqual(len(got), len(REQUESTS))
         for i, (g, w) in enumerate(zip(got, self.reference)):
             self.assertEqual(completions(g), completions(w), f"TP {ranks}: request {i + 1}")
+            self.assertEqual(len(g.get("logprobs", [])), len(w.get("logprobs", [])))
             for a, b in zip(g.get("logprobs", []), w.get("logprobs", [])):
                 self.assertAlmostEqual(a, b, delta=1e-3, msg=f"TP {ranks}: request {i + 1}")
+            self.check_top_logprobs(g.get("top_logprobs", []), w.get("top_logprobs", []),
+                                    f"TP {ranks}: request {i + 1}")
         # Speculation changes nothing: the n-gram request equals the plain one.
         self.assertEqual(completions(got[-1]), completions(got[-2]))
+
+    def check_top_logprobs(self, got, want, msg):
+        self.assertEqual([[t["token_id"] for t in p] for p in got],
+                         [[t["token_id"] for t in p] for p in want], msg)
+        for p, q in zip(got, want):
+            for a, b in zip(p, q):
+                self.assertAlmostEqual(a["logprob"], b["logprob"], delta=1e-3, msg=msg)
 
     def test_two_ranks_uneven_kv_split(self):
         self.check_group(2)

@@ -2,12 +2,14 @@
 // greedy and sampled rows with penalties over prompt and output histories,
 // the min-tokens mask (stop ids, EOS, ignore_eos), temperature, top-k within
 // and beyond the candidate kernel, top-p, min-p, several seeds and streams:
-// the same token, the logprob within 1e-6. Beam rows (penalties, the mask,
-// tied scores, widths 1 to 16, mixed into a batch of plain rows): the CPU's
-// candidates, in order, scores within 1e-6. Rows it leaves to the host (beam
-// sampling, beams wider than the candidate kernel, a beam row holding a NaN,
-// top logprobs, nothing left after the mask) are listed and not answered; a
-// call allocates no device memory; bad sizes are refused.
+// the same token, the logprob within 1e-6, the same top logprobs (1 to 20,
+// ties at the top) within 1e-6. Beam rows (penalties, the mask, tied scores,
+// widths 1 to 16, mixed into a batch of plain rows, some with top logprobs):
+// the CPU's candidates, in order, scores within 1e-6. Rows it leaves to the
+// host (beam sampling, beams wider than the candidate kernel, a beam row
+// holding a NaN, nothing left after the mask, top logprobs past the live
+// logits or over a +inf) are listed and not answered; a call allocates no
+// device memory; bad sizes are refused.
 #include "engine/device/device_sampler.h"
 
 #include <cmath>
@@ -74,7 +76,23 @@ RowData RandomRow(std::mt19937& rng, int i) {
   for (int32_t id : row.output) row.logits[id] += 1.0f;
   row.seed = rng();
   row.stream = i % 3;
+  p.logprobs = std::vector<int32_t>{0, 1, 0, 5, 20}[i % 5];
+  if (i % 7 == 3) {
+    // Ties at the top of the raw row: listed by lower id.
+    for (int32_t id : {200, 13, 150}) row.logits[id] = 12.0f;
+  }
   return row;
+}
+
+// The device's top logprobs are the CPU's: same tokens in order, logprobs
+// within 1e-6.
+void ExpectSameTopLogprobs(const sampling::SampleResult& device,
+                           const sampling::SampleResult& cpu) {
+  ASSERT_EQ(device.top_logprobs.size(), cpu.top_logprobs.size());
+  for (size_t j = 0; j < cpu.top_logprobs.size(); ++j) {
+    EXPECT_EQ(device.top_logprobs[j].token, cpu.top_logprobs[j].token) << "top " << j;
+    EXPECT_NEAR(device.top_logprobs[j].logprob, cpu.top_logprobs[j].logprob, 1e-6) << "top " << j;
+  }
 }
 
 struct DeviceRun {
@@ -140,6 +158,7 @@ TEST(DeviceSamplerTest, EqualsTheCpuSampler) {
   const std::vector<sampling::SampleResult> cpu = SampleOnCpu(rows);
   EXPECT_TRUE(device.host_rows.empty());
   int masked = 0;
+  int with_top = 0;
   for (size_t r = 0; r < rows.size(); ++r) {
     const sampling::SamplingParams& p = rows[r].params;
     SCOPED_TRACE(::testing::Message() << "row " << r << " temperature " << p.temperature
@@ -147,9 +166,12 @@ TEST(DeviceSamplerTest, EqualsTheCpuSampler) {
                                       << " min_p " << p.min_p << " min_tokens " << p.min_tokens);
     EXPECT_EQ(device.results[r].token, cpu[r].token);
     EXPECT_NEAR(device.results[r].logprob, cpu[r].logprob, 1e-6);
+    ExpectSameTopLogprobs(device.results[r], cpu[r]);
     masked += p.min_tokens > 0;
+    with_top += p.logprobs > 0;
   }
   EXPECT_GT(masked, 5);
+  EXPECT_GT(with_top, 15);
 }
 
 TEST(DeviceSamplerTest, BeamRowsGetTheCpuCandidates) {
@@ -177,6 +199,7 @@ TEST(DeviceSamplerTest, BeamRowsGetTheCpuCandidates) {
     const sampling::SampleResult& d = device.results[r];
     EXPECT_EQ(d.token, cpu[r].token);
     EXPECT_NEAR(d.logprob, cpu[r].logprob, 1e-6);
+    ExpectSameTopLogprobs(d, cpu[r]);
     ASSERT_EQ(d.beam_candidates.size(), cpu[r].beam_candidates.size());
     for (size_t j = 0; j < d.beam_candidates.size(); ++j) {
       EXPECT_EQ(d.beam_candidates[j].token, cpu[r].beam_candidates[j].token) << "candidate " << j;
@@ -201,10 +224,13 @@ TEST(DeviceSamplerTest, SameTokensAloneAndInABatch) {
 TEST(DeviceSamplerTest, LeavesRowsToTheHost) {
   std::mt19937 rng(5);
   std::vector<RowData> rows;
-  for (int i = 0; i < 7; ++i) rows.push_back(RandomRow(rng, 1));
+  for (int i = 0; i < 9; ++i) rows.push_back(RandomRow(rng, 1));
+  for (RowData& row : rows) row.params.logprobs = 0;
   rows[1].params.beam_candidates = 2;
   rows[1].params.beam_sample = true;
+  // Top logprobs over a +inf, which the candidate order ties with FLT_MAX.
   rows[2].params.logprobs = 3;
+  rows[2].logits[50] = std::numeric_limits<float>::infinity();
   // Every logit -inf but the EOS and stop ids, which the mask removes.
   rows[3].logits.assign(kVocab, kNegInf);
   rows[3].logits[2] = rows[3].logits[7] = 1.0f;
@@ -215,12 +241,22 @@ TEST(DeviceSamplerTest, LeavesRowsToTheHost) {
   rows[5].params.beam_candidates = 4;
   rows[5].logits[100] = std::numeric_limits<float>::quiet_NaN();
   rows[6].params.beam_candidates = 4;
-  DeviceSampler sampler = MakeSampler(7);
+  // Five top logprobs of a row with three live logits: the CPU lists -inf
+  // tokens too.
+  rows[7].logits.assign(kVocab, kNegInf);
+  rows[7].logits[20] = rows[7].logits[21] = rows[7].logits[22] = 1.0f;
+  rows[7].params.logprobs = 5;
+  rows[8].params.logprobs = 3;
+  DeviceSampler sampler = MakeSampler(9);
   const DeviceRun device = SampleOnDevice(sampler, rows);
-  EXPECT_EQ(device.host_rows, (std::vector<int32_t>{1, 2, 3, 4, 5}));
-  for (int r : {0, 6}) EXPECT_GE(device.results[r].token, 0) << "row " << r;
+  EXPECT_EQ(device.host_rows, (std::vector<int32_t>{1, 2, 3, 4, 5, 7}));
+  for (int r : {0, 6, 8}) EXPECT_GE(device.results[r].token, 0) << "row " << r;
   EXPECT_EQ(device.results[6].beam_candidates.size(), 4u);
-  for (int r : {1, 2, 3, 4, 5}) EXPECT_EQ(device.results[r].token, -1) << "row " << r;
+  EXPECT_EQ(device.results[8].top_logprobs.size(), 3u);
+  for (int r : {1, 2, 3, 4, 5, 7}) {
+    EXPECT_EQ(device.results[r].token, -1) << "row " << r;
+    EXPECT_TRUE(device.results[r].top_logprobs.empty()) << "row " << r;
+  }
 }
 
 TEST(DeviceSamplerTest, RefusesBadSizes) {

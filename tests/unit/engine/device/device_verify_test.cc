@@ -3,16 +3,19 @@
 // same rows, and the distribution of what the device emits.
 //
 // EqualsTheCpuVerifier: greedy rows (the draft the argmax or not) and
-// sampling rows through the candidate kernel (top-k 7 / 50 with top-p,
-// min-p, penalties and the min-tokens mask), drafts one-hot or drawn from a
-// q whose support may hold duplicates, may miss tokens the target keeps and
-// may propose tokens the target cut: the device's verdict and emitted token
-// equal the CPU's, the logprob within 1e-6; both verdicts and residual draws
-// occur. Draft rows the device does not take (top-k off: VocabDraw) are
-// listed for the host.
+// sampling rows through the candidate kernel (top-k 7 / 50) or over the
+// whole vocabulary (top-k off or past 2048: VocabDraw), with top-p, min-p,
+// penalties and the min-tokens mask, drafts one-hot or drawn from a q whose
+// support may hold duplicates, may miss tokens the target keeps and may
+// propose tokens the target cut: the device's verdict and emitted token
+// equal the CPU's, the logprob within 1e-6, top logprobs (every third row)
+// the CPU's; both verdicts and residual draws occur.
+// VerifiesWholeVocabularyRowsOnTheDevice: a row with no live logit after the
+// mask is listed for the host.
 //
-// EmittedTokensFollowTheTarget: 2500 trials at one position (temperature,
-// top-k, top-p over 20 tokens), the draft drawn from a q whose mode differs
+// EmittedTokensFollowTheTarget(OverTheWholeVocabulary): 2500 trials at one
+// position (temperature, top-k, top-p over 20 tokens; or top-k off and
+// top-p, through VocabDraw), the draft drawn from a q whose mode differs
 // from the target's: the emitted token (the draft if accepted, else the
 // residual draw) fits the target's processed distribution p (chi-square
 // below its 0.999 quantile), the acceptance rate is within 5 sigma of
@@ -132,12 +135,14 @@ Position RandomPosition(std::mt19937& rng, int i) {
   for (int32_t t : {30, 31, 32}) pos.logits[t] += 6.0f;
   SamplingParams& p = pos.params;
   p.temperature = i % 4 == 0 ? 0.0f : 0.7f + 0.1f * static_cast<float>(i % 5);
-  p.top_k = i % 2 == 0 ? 7 : 50;
+  // The candidate kernel's rows (7, 50) and VocabDraw's (off, past 2048).
+  p.top_k = std::vector<int32_t>{7, 50, 0, 2500}[i % 4];
   p.top_p = i % 3 == 0 ? 0.9f : 1.0f;
   p.min_p = i % 5 == 1 ? 0.02f : 0.0f;
   p.repetition_penalty = i % 3 == 1 ? 1.2f : 1.0f;
   p.min_tokens = i % 7 == 3 ? 40 : 0;
   p.stop_token_ids = {30};
+  p.logprobs = i % 3 == 2 ? 4 : 0;
   pos.prompt = {5, 31, 8};
   for (int k = 0; k < i % 6; ++k) pos.output.push_back(id(rng));
   pos.seed = rng();
@@ -169,6 +174,11 @@ TEST(DeviceVerifyTest, EqualsTheCpuVerifier) {
     EXPECT_EQ(device.results[i].draft_accepted, cpu.draft_accepted);
     EXPECT_EQ(device.results[i].token, cpu.token);
     EXPECT_NEAR(device.results[i].logprob, cpu.logprob, 1e-6);
+    ASSERT_EQ(device.results[i].top_logprobs.size(), cpu.top_logprobs.size());
+    for (size_t j = 0; j < cpu.top_logprobs.size(); ++j) {
+      EXPECT_EQ(device.results[i].top_logprobs[j].token, cpu.top_logprobs[j].token);
+      EXPECT_NEAR(device.results[i].top_logprobs[j].logprob, cpu.top_logprobs[j].logprob, 1e-6);
+    }
     accepted += cpu.draft_accepted;
     corrected += !cpu.draft_accepted && p.temperature > 0.0f;
   }
@@ -176,25 +186,33 @@ TEST(DeviceVerifyTest, EqualsTheCpuVerifier) {
   EXPECT_GT(corrected, 10);
 }
 
-TEST(DeviceVerifyTest, LeavesVocabDrawDraftsToTheHost) {
+// Whole-vocabulary rows (top-k off) with drafts are verified on the device;
+// a row with no live logit after the min-tokens mask goes to the host.
+TEST(DeviceVerifyTest, VerifiesWholeVocabularyRowsOnTheDevice) {
   std::mt19937 rng(4);
   std::vector<Position> positions = {RandomPosition(rng, 1), RandomPosition(rng, 3),
-                                     RandomPosition(rng, 0)};
+                                     RandomPosition(rng, 0), RandomPosition(rng, 3)};
   positions[1].params.top_k = 0;  // VocabDraw's row
   positions[2].params.top_k = 0;  // greedy: the argmax, on the device
+  positions[3].logits.assign(kVocab, -std::numeric_limits<float>::infinity());
+  positions[3].logits[30] = 1.0f;  // the stop id, masked under min_tokens
+  positions[3].params.min_tokens = 100;
+  positions[3].params.top_k = 0;
   const DeviceRun device = VerifyOnDevice(positions, kVocab, 4);
-  EXPECT_EQ(device.host_rows, std::vector<int32_t>{1});
-  EXPECT_EQ(device.results[1].token, -1);
-  for (size_t i : {0u, 2u}) {
+  EXPECT_EQ(device.host_rows, std::vector<int32_t>{3});
+  EXPECT_EQ(device.results[3].token, -1);
+  for (size_t i : {0u, 1u, 2u}) {
     const SampleResult cpu = VerifyOnCpu(positions[i], kVocab);
     EXPECT_EQ(device.results[i].token, cpu.token) << i;
     EXPECT_EQ(device.results[i].draft_accepted, cpu.draft_accepted) << i;
   }
 }
 
-TEST(DeviceVerifyTest, EmittedTokensFollowTheTarget) {
+// 2500 verifications at one position of `target`'s distribution p with
+// drafts drawn from q: the emitted tokens fit p, at least `min_cut` tokens q
+// proposes are cut by the target, the acceptance rate is Σ min(p, q).
+void ExpectEmittedTokensFollow(const sampling::fit::Expected& kTarget, int min_cut) {
   constexpr int kTrials = 2500;
-  constexpr sampling::fit::Expected kTarget = {.temperature = 1.2f, .top_k = 12, .top_p = 0.92};
   const std::vector<float>& logits = sampling::fit::FitLogits();
   const int32_t vocab = static_cast<int32_t>(logits.size());
   const std::vector<double> p = sampling::fit::ExpectedProbs(logits, kTarget);
@@ -237,7 +255,7 @@ TEST(DeviceVerifyTest, EmittedTokensFollowTheTarget) {
     accepted += r.draft_accepted;
   }
   const int excluded = sampling::fit::ExpectFit(counts, p);
-  EXPECT_GT(excluded, 5) << "top-k and top-p must cut tokens q proposes";
+  EXPECT_GE(excluded, min_cut) << "the target must cut tokens q proposes";
   double rate = 0.0;
   for (int32_t t = 0; t < vocab; ++t) rate += std::min(p[t], q[t]);
   const double sigma = std::sqrt(rate * (1.0 - rate) / kTrials);
@@ -245,6 +263,15 @@ TEST(DeviceVerifyTest, EmittedTokensFollowTheTarget) {
   // Power: the draws are far from q itself.
   const auto [stat_q, df_q] = sampling::fit::ChiSquare(counts, q);
   EXPECT_GT(stat_q, 10 * sampling::fit::Chi2Quantile999(df_q));
+}
+
+TEST(DeviceVerifyTest, EmittedTokensFollowTheTarget) {
+  ExpectEmittedTokensFollow({.temperature = 1.2f, .top_k = 12, .top_p = 0.92}, 6);
+}
+
+// Top-k off: VocabDraw's verification over the whole row.
+TEST(DeviceVerifyTest, EmittedTokensFollowTheTargetOverTheWholeVocabulary) {
+  ExpectEmittedTokensFollow({.temperature = 0.9f, .top_p = 0.85}, 1);
 }
 
 }  // namespace
