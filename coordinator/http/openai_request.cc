@@ -213,6 +213,7 @@ void ReadChatMessages(JsonFields& f, std::vector<tokenizer::ChatMessage>* out) {
   const json* v = f.Get("messages");
   if (v == nullptr) return f.Fail("messages", "'messages' is required");
   if (!v->is_array()) return f.FailType("messages", "a list of messages", *v);
+  if (v->empty()) return f.Fail("messages", "'messages' must hold at least one message, got []");
   for (size_t i = 0; i < v->size(); ++i) {
     const json& m = (*v)[i];
     const std::string path = absl::StrFormat("messages[%d]", i);

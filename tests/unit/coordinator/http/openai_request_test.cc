@@ -78,6 +78,10 @@ TEST(OpenAiRequestTest, RefusesBadBodies) {
   const FieldError nested = ParseError(ApiKind::kCompletion, R"({"prompt": [[1], ["a"]]})");
   EXPECT_EQ(nested.path, "prompt");
   EXPECT_FALSE(ParseError(ApiKind::kChat, R"({"prompt": "x"})").message.empty());
+  // No message to answer (found by openai_request_fuzz).
+  const FieldError empty = ParseError(ApiKind::kChat, R"({"messages": [], "logprobs": true})");
+  EXPECT_EQ(empty.path, "messages");
+  EXPECT_NE(empty.message.find("at least one message"), std::string::npos);
 }
 
 }  // namespace
