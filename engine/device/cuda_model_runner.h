@@ -128,7 +128,8 @@ class CudaModelRunner : public model::ModelRunner {
   // decode batch through graphs_.
   absl::Status Body(std::span<const model::ForwardSequence> batch);
   // A batch's decode-graph shape, or nullopt when it runs without a graph
-  // (graphs off, or a step with a prefill chunk).
+  // (graphs off, a step with a prefill chunk, or an NCCL too old to
+  // capture collectives).
   std::optional<DecodeGraphs::Shape> GraphShape(
       std::span<const model::ForwardSequence> batch) const;
   // Body's kernels over the uploaded batch_: what a decode graph captures.

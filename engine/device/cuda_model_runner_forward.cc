@@ -69,6 +69,7 @@ absl::Status CudaModelRunner::Body(std::span<const model::ForwardSequence> batch
 std::optional<DecodeGraphs::Shape> CudaModelRunner::GraphShape(
     std::span<const model::ForwardSequence> batch) const {
   if (!options_.cuda_graphs || batch.empty()) return std::nullopt;
+  if (comm_ != nullptr && !comm_->capturable()) return std::nullopt;  // NCCL before 2.9
   int32_t max_context = 0;
   for (const model::ForwardSequence& s : batch) {
     if (s.tokens.size() != 1) return std::nullopt;

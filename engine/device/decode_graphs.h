@@ -59,8 +59,8 @@ class DecodeGraphs {
   // the second, replayed after. Returns enqueue's error, or INTERNAL naming
   // the CUDA call that failed. A capture the runtime refuses is discarded,
   // the step runs directly, and so does that shape from then on; for
-  // collective graphs the refusal is the step's error (the shape still runs
-  // directly from then on).
+  // collective graphs the refusal is the step's error, which breaks the
+  // tensor-parallel group (its ranks have diverged).
   absl::Status Run(const Shape& shape, cudaStream_t stream,
                    const std::function<absl::Status()>& enqueue);
 

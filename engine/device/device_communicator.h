@@ -7,7 +7,8 @@
 // over the group's host Communicator (MPI in tandem-worker); every rank then
 // joins with ncclCommInitRank on the device it selected before. Under the
 // emulator (device memory is host memory) the stand-in synchronizes the
-// stream and calls the host Communicator itself — MpiCommunicator between
+// stream (or, inside a stream capture, records itself into the graph) and
+// calls the host Communicator itself — MpiCommunicator between
 // processes, ThreadCommunicator between in-process ranks (one thread per
 // rank, a barrier per collective) — which adds the partials in rank order.
 //
@@ -50,6 +51,10 @@ class DeviceCommunicator {
   // memory, the reduction is ordered on `stream`. Every rank passes the same
   // n. INTERNAL naming the call on failure.
   absl::Status AllReduceSum(float* data, int64_t n, cudaStream_t stream);
+
+  // Whether AllReduceSum may be captured into a CUDA graph: the loaded NCCL
+  // is 2.9 or later (ncclGetVersion); always under emulation.
+  bool capturable() const;
 
  private:
   struct Backend;  // NCCL's communicator, or nothing under emulation

@@ -24,6 +24,8 @@ absl::StatusOr<std::unique_ptr<DeviceCommunicator>> DeviceCommunicator::Create(
       new DeviceCommunicator(host, std::make_unique<Backend>()));
 }
 
+bool DeviceCommunicator::capturable() const { return true; }
+
 absl::Status DeviceCommunicator::AllReduceSum(float* data, int64_t n, cudaStream_t stream) {
   // Captured into a graph as an NCCL collective is on a GPU: the sum runs
   // at each replay, when the stream reaches it (every rank replays the same

@@ -24,7 +24,15 @@ struct DeviceCommunicator::Backend {
     if (comm != nullptr) ncclCommDestroy(comm);
   }
   ncclComm_t comm = nullptr;
+  int version = 0;  // ncclGetVersion's code of the loaded library
 };
+
+namespace {
+
+// NCCL's version code of 2.9.0, the first that supports CUDA graph capture.
+constexpr int kFirstCapturableNcclVersion = 20900;
+
+}  // namespace
 
 DeviceCommunicator::DeviceCommunicator(parallel::Communicator* host,
                                        std::unique_ptr<Backend> backend)
@@ -49,11 +57,16 @@ absl::StatusOr<std::unique_ptr<DeviceCommunicator>> DeviceCommunicator::Create(
   }
   std::memcpy(&id, id_bytes.data(), sizeof(id));
   auto backend = std::make_unique<Backend>();
+  RETURN_IF_ERROR(NcclStatus(ncclGetVersion(&backend->version), "ncclGetVersion"));
   RETURN_IF_ERROR(NcclStatus(
       ncclCommInitRank(&backend->comm, host->world_size(), id, host->rank()),
       absl::StrFormat("ncclCommInitRank (rank %d of %d)", host->rank(), host->world_size())
           .c_str()));
   return std::unique_ptr<DeviceCommunicator>(new DeviceCommunicator(host, std::move(backend)));
+}
+
+bool DeviceCommunicator::capturable() const {
+  return backend_->version >= kFirstCapturableNcclVersion;
 }
 
 absl::Status DeviceCommunicator::AllReduceSum(float* data, int64_t n, cudaStream_t stream) {

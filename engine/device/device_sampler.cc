@@ -476,12 +476,13 @@ bool DeviceSampler::FillTopLogprobs(size_t r, const sampling::SamplingRow& row,
   const int32_t k = TopWidth(*row.params, vocab_size_);
   const size_t first = r * static_cast<size_t>(top_width_);
   const cuda::LogSoftmaxNormalizerResult& norm = copies.norms[r];
+  // A +inf anywhere in the row: the candidate order ties it with FLT_MAX.
+  if (k > 0 && norm.max == std::numeric_limits<float>::infinity()) return false;
   for (int32_t j = 0; j < k; ++j) {
     const int32_t token = copies.top_tokens[first + j];
-    const float raw = copies.top_raw[first + j];
-    // Fewer live logits than k, or a +inf the candidate order clamps.
-    if (token < 0 || raw == std::numeric_limits<float>::infinity()) return false;
-    result->top_logprobs.push_back({token, sampling::RawLogprob(raw, norm.max, norm.sum)});
+    if (token < 0) return false;  // fewer live logits than k
+    result->top_logprobs.push_back(
+        {token, sampling::RawLogprob(copies.top_raw[first + j], norm.max, norm.sum)});
   }
   return true;
 }

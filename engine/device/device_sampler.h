@@ -36,7 +36,9 @@
 // Rows left to the host (results[i].token = -1, i listed in `host_rows`):
 // beam sampling rows (Gumbel keys over the whole vocabulary) and beams wider
 // than kTopKMaxCandidates, draft rows whose draft supports overflow the
-// call's max_rows * kTopKMaxCandidates entries, and rows the device could
+// call's max_rows * kTopKMaxCandidates entries (a draft sampled over the
+// whole vocabulary can), draft rows of beam search (which the scheduler never
+// makes), and rows the device could
 // not decide (no live logit after processing, where the CPU takes the raw
 // argmax; more than kTopKMaxCandidates logits tied into a top-k set; top
 // logprobs of a raw row with fewer than `logprobs` live logits (neither

@@ -1,4 +1,5 @@
-// Gemm: the CUDA backend's matrix products of many activation rows (prefill)
+// Gemm: the CUDA backend's matrix products of many activation rows (prefill,
+// decode batches past kMaxGemvBatch)
 // against a weight matrix, through its one library wrapper: cuBLAS on real
 // GPUs; under TANDEM_CUDA_EMULATION, where there is no cuBLAS, the CPU
 // kernels::MatMul on the emulated device memory (which is host memory).
@@ -75,7 +76,8 @@ class Gemm {
   //   x: [n, w.cols], y: [n, w.rows], device memory; y overlaps neither x
   //      nor w.
   // Enqueued on the stream after its earlier work; returns without waiting
-  // on a GPU (under emulation the work is done at return). n = 0 or
+  // on a GPU (under emulation the work is done at return, or recorded into
+  // the graph while the stream captures). n = 0 or
   // w.rows = 0 enqueue nothing. INVALID_ARGUMENT naming the value and the
   // limit for: an unsupported weight type or a view CheckDeviceWeight
   // rejects, n outside [0, max_rows], w.cols above max_cols, a Q8_0 / Q4_0 /

@@ -53,7 +53,6 @@ struct Walk {
   double* chunk;  // [blockDim.x]
   double* running;
   int32_t* found;
-  int32_t* last;
 };
 
 // The draft's row and the call's supports.
@@ -79,15 +78,14 @@ __device__ __forceinline__ double ResidualOf(const Row& r, const Filter& f, doub
 }
 
 // Thread 0 walks one chunk in token order from `running`: the first token
-// at which the running sum exceeds `target`, else -1; the walk's sum and the
-// chunk's last positive token land in `w` for the block.
+// at which the running sum exceeds `target`, else -1; the walk's sum lands
+// in `w` for the block.
 __device__ int32_t WalkChunk(int32_t base, double running, double target, const Walk& w) {
   __syncthreads();  // the chunk is written
   if (threadIdx.x == 0) {
     *w.found = -1;
     for (int32_t i = 0; i < static_cast<int32_t>(blockDim.x); ++i) {
       if (w.chunk[i] <= 0.0) continue;
-      *w.last = base + i;
       running += w.chunk[i];
       if (running > target) {
         *w.found = base + i;
@@ -113,7 +111,6 @@ __device__ int32_t DrawResidual(const Row& r, const Filter& f, double total, con
   if (!(mass > 0.0) || !isfinite(mass)) return -1;
   const double target = u * mass;
   double running = 0.0;
-  if (threadIdx.x == 0) *w.last = -1;
   for (int32_t base = 0; base < r.vocab_size; base += blockDim.x) {
     const double residual = ResidualOf(r, f, total, d, base + threadIdx.x);
     const double chunk_mass = BlockAllReduce(residual, SumOp(), s.sums);
@@ -168,7 +165,7 @@ __global__ void __launch_bounds__(kVocabDrawThreads) VocabDrawKernel(VocabDrawPa
   __shared__ uint32_t bits[kMaxWarpsPerBlock];
   __shared__ double chunk[kVocabDrawThreads];
   __shared__ double walk_running;
-  __shared__ int32_t walk_found, walk_last;
+  __shared__ int32_t walk_found;
   const Scratch s{sums, counts, bits};
   const VocabDrawRowParams params = p.rows[blockIdx.x];
   if (params.skip) return;  // the whole block
@@ -194,7 +191,7 @@ __global__ void __launch_bounds__(kVocabDrawThreads) VocabDrawKernel(VocabDrawPa
   bool accepted = false;
   if (verifies) {
     const Draft d{p.verify[blockIdx.x], p.support_tokens, p.support_probs};
-    accepted = VerifyDraft(r, f, total, d, s, {chunk, &walk_running, &walk_found, &walk_last},
+    accepted = VerifyDraft(r, f, total, d, s, {chunk, &walk_running, &walk_found},
                            &token);
   }
   if (threadIdx.x != 0) return;

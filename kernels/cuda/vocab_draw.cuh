@@ -29,7 +29,9 @@
 // a boundary.
 //
 // Cost: about 130 block-wide passes over the row (two 30-step bisections
-// over weights, two over token ids, one over logits with top-k).
+// over weights, two over token ids, one over logits with top-k); a rejected
+// draft adds two or three more, each with a binary search of the support
+// per token.
 //
 // Thread-safety: stateless; calls on one stream run in order.
 #ifndef TANDEM_KERNELS_CUDA_VOCAB_DRAW_CUH_

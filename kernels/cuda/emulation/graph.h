@@ -20,10 +20,11 @@
 // Host work that stands in for a library under emulation (the CPU matmul of
 // gemm_emulated.cc, the host all-reduce of the emulated device
 // communicator) records itself into a capture with RecordIfCapturing, as
-// cuBLAS GEMMs and NCCL collectives are captured on a GPU. An operation
-// returns its error: a replay stops at the first failing one and
-// cudaGraphLaunch returns that error (a GPU reports a failed node
-// asynchronously; the emulator reports it at the launch).
+// cuBLAS GEMMs and NCCL collectives are captured on a GPU. A recorded
+// operation returns its error: a replay stops at the first that fails (a
+// copy's, or host work's such as a failed all-reduce) and cudaGraphLaunch
+// returns it (a GPU reports a failed node asynchronously; the emulator at
+// the launch). A recorded kernel launch reports no error at replay.
 //
 // Thread-safety: thread-safe; a capture belongs to its stream.
 #ifndef TANDEM_KERNELS_CUDA_EMULATION_GRAPH_H_

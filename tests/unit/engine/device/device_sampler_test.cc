@@ -228,8 +228,10 @@ TEST(DeviceSamplerTest, LeavesRowsToTheHost) {
   for (RowData& row : rows) row.params.logprobs = 0;
   rows[1].params.beam_candidates = 2;
   rows[1].params.beam_sample = true;
-  // Top logprobs over a +inf, which the candidate order ties with FLT_MAX.
-  rows[2].params.logprobs = 3;
+  // Top logprobs over a +inf, which the candidate order ties with FLT_MAX
+  // (here at a lower id: the device's first would be 10, the CPU's 50).
+  rows[2].params.logprobs = 1;
+  rows[2].logits[10] = std::numeric_limits<float>::max();
   rows[2].logits[50] = std::numeric_limits<float>::infinity();
   // Every logit -inf but the EOS and stop ids, which the mask removes.
   rows[3].logits.assign(kVocab, kNegInf);
