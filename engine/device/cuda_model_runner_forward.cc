@@ -70,14 +70,13 @@ std::optional<DecodeGraphs::Shape> CudaModelRunner::GraphShape(
     std::span<const model::ForwardSequence> batch) const {
   if (!options_.cuda_graphs || batch.empty()) return std::nullopt;
   if (comm_ != nullptr && !comm_->capturable()) return std::nullopt;  // NCCL before 2.9
-  int32_t max_context = 0;
+  cuda::PagedAttentionDecodeParams attention;  // the kernel's own split of the context
   for (const model::ForwardSequence& s : batch) {
     if (s.tokens.size() != 1) return std::nullopt;
-    max_context = std::max(max_context, s.start_pos + 1);
+    attention.max_context_len = std::max(attention.max_context_len, s.start_pos + 1);
   }
-  const int32_t partitions = (max_context + cuda::kDefaultDecodePartitionSize - 1) /
-                             cuda::kDefaultDecodePartitionSize;
-  return DecodeGraphs::Shape{static_cast<int32_t>(batch.size()), partitions};
+  return DecodeGraphs::Shape{static_cast<int32_t>(batch.size()),
+                             cuda::NumDecodePartitions(attention)};
 }
 
 absl::Status CudaModelRunner::BodyKernels() {

@@ -42,7 +42,7 @@ absl::Status DecodeGraphs::Run(const Shape& shape, cudaStream_t stream,
   // capture the runtime refused leaves the step to run directly.
   bool enqueue_failed = false;
   if (absl::Status s = Capture(shape, stream, enqueue, &enqueue_failed); !s.ok()) {
-    seen_[shape] = kNeverCapture;
+    seen = kNeverCapture;  // map references outlive insertions
     return enqueue_failed || collective_ ? s : enqueue();
   }
   ++num_captures_;

@@ -264,17 +264,23 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
       any_vocab_ = true;
     }
   }
-  RETURN_IF_ERROR(UploadAll(top_k_rows_, top_k, stream));
   RETURN_IF_ERROR(UploadAll(draw_rows_, draw, stream));
-  RETURN_IF_ERROR(cuda::TopKTopP(
-      {processed_.as<float>(), top_k_rows_.as<cuda::TopKRowParams>(), kept_tokens_.as<int32_t>(),
-       kept_weights_.as<float>(), kept_results_.as<cuda::TopKRowResult>(), n, vocab_size_},
-      stream));
+  RETURN_IF_ERROR(KeepCandidates(processed_.as<float>(), top_k, stream));
   return cuda::DrawTokens(
       {kept_tokens_.as<int32_t>(), kept_weights_.as<float>(),
        kept_results_.as<cuda::TopKRowResult>(), draw_rows_.as<cuda::DrawRowParams>(),
        tokens_.as<int32_t>(), n},
       stream);
+}
+
+absl::Status DeviceSampler::KeepCandidates(const float* logits,
+                                           const std::vector<cuda::TopKRowParams>& rows,
+                                           cudaStream_t stream) {
+  RETURN_IF_ERROR(UploadAll(top_k_rows_, rows, stream));
+  return cuda::TopKTopP({logits, top_k_rows_.as<cuda::TopKRowParams>(), kept_tokens_.as<int32_t>(),
+                         kept_weights_.as<float>(), kept_results_.as<cuda::TopKRowResult>(),
+                         static_cast<int32_t>(rows.size()), vocab_size_},
+                        stream);
 }
 
 absl::Status DeviceSampler::DrawWholeVocabularyRows(int32_t num_rows, cudaStream_t stream) {
@@ -411,12 +417,7 @@ void DeviceSampler::FillResults(std::span<const sampling::SamplingRow> rows,
     result.beam_candidates.clear();
     result.draft_accepted = false;
     const int32_t token = copies.tokens[r];
-    if (host_[r] || token == cuda::kNoDraw) {
-      result.token = -1;
-      host_rows->push_back(static_cast<int32_t>(r));
-      continue;
-    }
-    if (!FillTopLogprobs(r, rows[r], copies, &result)) {
+    if (host_[r] || token == cuda::kNoDraw || !FillTopLogprobs(r, rows[r], copies, &result)) {
       result.token = -1;
       result.top_logprobs.clear();
       host_rows->push_back(static_cast<int32_t>(r));
@@ -459,11 +460,7 @@ absl::Status DeviceSampler::RankTopLogprobs(std::span<const sampling::SamplingRo
   for (int32_t r = 0; r < n; ++r) {
     top_k[r] = {host_[r] ? 0 : TopWidth(*rows[r].params, vocab_size_), 1.0f, 0.0f};
   }
-  RETURN_IF_ERROR(UploadAll(top_k_rows_, top_k, stream));
-  RETURN_IF_ERROR(cuda::TopKTopP(
-      {raw_.as<float>(), top_k_rows_.as<cuda::TopKRowParams>(), kept_tokens_.as<int32_t>(),
-       kept_weights_.as<float>(), kept_results_.as<cuda::TopKRowResult>(), n, vocab_size_},
-      stream));
+  RETURN_IF_ERROR(KeepCandidates(raw_.as<float>(), top_k, stream));
   return cuda::GatherKeptCandidates(
       {raw_.as<float>(), kept_tokens_.as<int32_t>(), kept_results_.as<cuda::TopKRowResult>(),
        top_tokens_.as<int32_t>(), top_raw_.as<float>(), top_width_, n, vocab_size_},

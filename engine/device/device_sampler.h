@@ -104,6 +104,10 @@ class DeviceSampler {
   // Tokens of the processed rows the candidate kernel takes into tokens_
   // (kNoDraw where undecided); plans the others' VocabDraw (vocab_host_).
   absl::Status Draw(std::span<const sampling::SamplingRow> rows, cudaStream_t stream);
+  // TopKTopP over `logits` (device, [rows.size(), vocab]) with `rows` into
+  // the kept_* buffers.
+  absl::Status KeepCandidates(const float* logits, const std::vector<cuda::TopKRowParams>& rows,
+                              cudaStream_t stream);
   // VocabDraw over the rows Draw left to it, verifying their drafts.
   absl::Status DrawWholeVocabularyRows(int32_t num_rows, cudaStream_t stream);
   // host_ <- the rows left to the host; beam_width_ <- the widest

@@ -46,6 +46,10 @@ bool RecordIfCapturing(cudaStream_t stream, GraphOperation operation) {
   return true;
 }
 
+cudaError_t RunOrRecord(cudaStream_t stream, const GraphOperation& operation) {
+  return RecordIfCapturing(stream, operation) ? cudaSuccess : operation();
+}
+
 bool IsCapturing(cudaStream_t stream) {
   if (stream == nullptr) return false;
   Captures& c = AllCaptures();

@@ -53,6 +53,10 @@ using GraphOperation = std::function<cudaError_t()>;
 // returns true; otherwise returns false (the caller runs it now).
 bool RecordIfCapturing(cudaStream_t stream, GraphOperation operation);
 
+// Records `operation` into `stream`'s capture and returns cudaSuccess, or,
+// when `stream` is not capturing, runs it now and returns its error.
+cudaError_t RunOrRecord(cudaStream_t stream, const GraphOperation& operation);
+
 // Whether `stream` is capturing (an invalidated capture counts).
 bool IsCapturing(cudaStream_t stream);
 

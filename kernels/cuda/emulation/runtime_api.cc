@@ -123,11 +123,8 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
   if (!tandem::cuda_emu::IsValidStream(stream)) return RecordError(cudaErrorInvalidResourceHandle);
-  if (tandem::cuda_emu::RecordIfCapturing(
-          stream, [=] { return cudaMemcpy(dst, src, bytes, kind); })) {
-    return cudaSuccess;
-  }
-  return cudaMemcpy(dst, src, bytes, kind);
+  return tandem::cuda_emu::RunOrRecord(stream,
+                                       [=] { return cudaMemcpy(dst, src, bytes, kind); });
 }
 
 cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
@@ -139,11 +136,7 @@ cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
 
 cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream) {
   if (!tandem::cuda_emu::IsValidStream(stream)) return RecordError(cudaErrorInvalidResourceHandle);
-  if (tandem::cuda_emu::RecordIfCapturing(stream,
-                                          [=] { return cudaMemset(ptr, value, bytes); })) {
-    return cudaSuccess;
-  }
-  return cudaMemset(ptr, value, bytes);
+  return tandem::cuda_emu::RunOrRecord(stream, [=] { return cudaMemset(ptr, value, bytes); });
 }
 
 cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
