@@ -44,6 +44,13 @@ absl::Status ValidateBeamRequest(const GenerateRequest& request, const RequestLi
         "n %d with num_beams %d: beam search returns num_return_sequences sequences; n must be 1",
         request.params.n, beam.num_beams));
   }
+  if (beam.do_sample && request.params.temperature < sampling::kGreedyTemperature) {
+    // transformers refuses do_sample at temperature 0 too; the beam warpers
+    // divide by it.
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "temperature %g with do_sample beam search: must be >= %g", request.params.temperature,
+        sampling::kGreedyTemperature));
+  }
   if (!request.params.stop.empty()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%d stop strings with num_beams %d: beam search stops on EOS and stop token ids only",

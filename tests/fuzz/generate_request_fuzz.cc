@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "coordinator/scheduler/request_validation.h"
+#include "engine/sampling/sampling_params.h"
 #include "google/protobuf/stubs/logging.h"
 #include "protocol/generate_request_codec.h"
 #include "tandem/v1/inference.pb.h"
@@ -121,6 +122,9 @@ void CheckAccepted(const GenerateRequest& r) {
       Fail("a bad beam penalty accepted");
     }
     if (p.n != 1 || !p.stop.empty()) Fail("beam search with n > 1 or stop strings accepted");
+    if (b.do_sample && p.temperature < tandem::sampling::kGreedyTemperature) {
+      Fail("beam sampling at temperature 0 accepted");  // the worker's warpers divide by it
+    }
   }
   if (r.num_speculative_tokens &&
       (*r.num_speculative_tokens < 0 ||

@@ -127,6 +127,14 @@ TEST_F(BeamSchedulerTest, InvalidBeamRequestsNameTheValue) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("n 2"), std::string::npos) << s;
 
+  r = LongPromptRequest(7, 8, BeamSearchParams{});
+  r.beam->num_beams = 2;
+  r.beam->do_sample = true;
+  r.params.temperature = 0.0f;
+  s = scheduler_->Submit(r);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("temperature 0 with do_sample"), std::string::npos) << s;
+
   r = LongPromptRequest(6, 8, BeamSearchParams{});
   r.beam->num_beams = 64;
   s = scheduler_->Submit(r);
