@@ -1,6 +1,7 @@
 #include "engine/device/device_sampler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "common/status_macros.h"
 #include "engine/sampling/logits_processor.h"
 #include "engine/sampling/speculative_verifier.h"
+#include "kernels/beam_sampling.h"
 #include "kernels/cuda/logits.cuh"
 #include "kernels/cuda/sample_draw.cuh"
 #include "kernels/cuda/top_k.cuh"
@@ -39,13 +41,22 @@ bool UsesTopKKernel(const sampling::SamplingParams& p) {
   return Beam(p) || Greedy(p) || (p.top_k >= 1 && p.top_k <= cuda::kTopKMaxCandidates);
 }
 
+// Beam sampling the device takes: a top-k kept list within the candidate
+// kernel, or no warper but temperature (every finite score kept).
+bool DeviceBeamSample(const sampling::SamplingParams& p) {
+  if (p.top_k > 0) {
+    return std::max(p.top_k, kernels::kBeamMinTokensToKeep) <= cuda::kTopKMaxCandidates;
+  }
+  return p.top_p >= 1.0f && p.min_p <= 0.0f;
+}
+
 // Rows the device never takes (see the header), whatever the batch.
 bool HostOnly(const sampling::SamplingRow& row) {
   const sampling::SamplingParams& p = *row.params;
   const int64_t mask_ids = static_cast<int64_t>(p.stop_token_ids.size()) +
                            static_cast<int64_t>(row.eos_token_ids.size());
-  const bool host_beam =
-      Beam(p) && (p.beam_sample || p.beam_candidates > cuda::kTopKMaxCandidates);
+  const bool host_beam = Beam(p) && (p.beam_candidates > cuda::kTopKMaxCandidates ||
+                                     (p.beam_sample && !DeviceBeamSample(p)));
   // A draft is verified over the candidate kernel's kept list or VocabDraw's
   // kept set; a beam row has no draft to verify.
   const bool host_draft = row.draft_token >= 0 && Beam(p);
@@ -107,6 +118,7 @@ struct DeviceSampler::HostCopies {
   std::vector<float> raw;
   std::vector<int32_t> beam_tokens;
   std::vector<float> beam_scores;
+  std::vector<float> beam_keys;  // when a row samples beams
   std::vector<int32_t> accepted;
   std::vector<int32_t> top_tokens;
   std::vector<float> top_raw;
@@ -151,6 +163,10 @@ absl::StatusOr<DeviceSampler> DeviceSampler::Create(int32_t max_rows, int32_t vo
   ASSIGN_OR_RETURN(s.beam_rows_, alloc(rows * 4, "sampler beam rows"));
   ASSIGN_OR_RETURN(s.beam_tokens_, alloc(candidates * 4, "sampler beam candidates"));
   ASSIGN_OR_RETURN(s.beam_scores_, alloc(candidates * 4, "sampler beam candidates"));
+  ASSIGN_OR_RETURN(s.beam_keys_, alloc(candidates * 4, "sampler beam candidates"));
+  ASSIGN_OR_RETURN(s.keys_, alloc(rows * vocab_size * 4, "sampler beam keys"));
+  ASSIGN_OR_RETURN(s.beam_sample_rows_,
+                   alloc(rows * sizeof(cuda::BeamSampleRowParams), "sampler beam rows"));
   ASSIGN_OR_RETURN(s.verify_rows_,
                    alloc(rows * sizeof(cuda::VerifyDraftRowParams), "sampler draft rows"));
   ASSIGN_OR_RETURN(s.support_tokens_, alloc(candidates * 4, "sampler draft supports"));
@@ -204,8 +220,10 @@ absl::Status DeviceSampler::Process(std::span<const sampling::SamplingRow> rows,
     lp.repetition_penalty = p.repetition_penalty;
     lp.frequency_penalty = p.frequency_penalty;
     lp.presence_penalty = p.presence_penalty;
-    // Beams rank processed log-probabilities at temperature 1.
-    lp.temperature = Greedy(p) || Beam(p) ? 1.0f : p.temperature;
+    // Beams rank processed log-probabilities at temperature 1; beam
+    // sampling's warpers start with the temperature.
+    lp.temperature = Beam(p) ? (p.beam_sample ? p.temperature : 1.0f)
+                             : (Greedy(p) ? 1.0f : p.temperature);
     lp.prompt_begin = static_cast<int32_t>(ids.size());
     lp.prompt_len = static_cast<int32_t>(row.prompt_tokens.size());
     ids.insert(ids.end(), row.prompt_tokens.begin(), row.prompt_tokens.end());
@@ -251,7 +269,11 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
                .step = rows[r].output_tokens.size(),
                .argmax = Greedy(p) || Beam(p)};
     vocab[r].skip = UsesTopKKernel(p);
-    if (Beam(p)) {
+    if (Beam(p) && p.beam_sample) {
+      // The warpers' top-k set (SampleBeams cuts and keys it); without
+      // top-k, reported unsupported at once.
+      top_k[r] = {p.top_k > 0 ? std::max(p.top_k, kernels::kBeamMinTokensToKeep) : 0, 1.0f, 0.0f};
+    } else if (Beam(p)) {
       // The beam_candidates best scores (ties kept past k; the first k taken).
       top_k[r] = {std::min(p.beam_candidates, cuda::kTopKMaxCandidates), 1.0f, 0.0f};
     } else if (vocab[r].skip) {
@@ -303,11 +325,14 @@ absl::Status DeviceSampler::PlanHostRows(std::span<const sampling::SamplingRow> 
   support_probs_host_.clear();
   verify_host_.assign(rows.size(), {});
   bool any = false;
+  beam_sample_host_.clear();
+  beam_sample_best_.clear();
   beam_width_ = 0;
   top_width_ = 0;
   for (size_t r = 0; r < rows.size(); ++r) {
     host_[r] = HostOnly(rows[r]);
     if (!host_[r]) {
+      PlanBeamSample(static_cast<int32_t>(r), rows[r]);
       beam_width_ = std::max(beam_width_, rows[r].params->beam_candidates);
       top_width_ = std::max(top_width_, TopWidth(*rows[r].params, vocab_size_));
     }
@@ -379,6 +404,7 @@ absl::Status DeviceSampler::Sample(const float* logits, std::span<const int64_t>
   // After VerifyDrafts, which marks VocabDraw's draft rows rejected.
   RETURN_IF_ERROR(DrawWholeVocabularyRows(n, stream));
   RETURN_IF_ERROR(GatherBeamCandidates(n, beam_width_, stream));
+  RETURN_IF_ERROR(SampleBeams(stream));
   RETURN_IF_ERROR(RankTopLogprobs(rows, stream));
   RETURN_IF_ERROR(cuda::GatherLogits(raw_.as<float>(), tokens_.as<int32_t>(), n, vocab_size_,
                                      raw_at_token_.as<float>(), stream));
@@ -397,6 +423,8 @@ absl::Status DeviceSampler::CopyResults(int32_t n, cudaStream_t stream,
   const size_t beam_entries = static_cast<size_t>(n) * static_cast<size_t>(beam_width_);
   RETURN_IF_ERROR(Download(beam_tokens_, &out->beam_tokens, beam_entries, stream));
   RETURN_IF_ERROR(Download(beam_scores_, &out->beam_scores, beam_entries, stream));
+  RETURN_IF_ERROR(Download(beam_keys_, &out->beam_keys,
+                           beam_sample_host_.empty() ? 0 : beam_entries, stream));
   const size_t top_entries = static_cast<size_t>(n) * static_cast<size_t>(top_width_);
   RETURN_IF_ERROR(Download(top_tokens_, &out->top_tokens, top_entries, stream));
   RETURN_IF_ERROR(Download(top_raw_, &out->top_raw, top_entries, stream));
@@ -417,7 +445,12 @@ void DeviceSampler::FillResults(std::span<const sampling::SamplingRow> rows,
     result.beam_candidates.clear();
     result.draft_accepted = false;
     const int32_t token = copies.tokens[r];
-    if (host_[r] || token == cuda::kNoDraw || !FillTopLogprobs(r, rows[r], copies, &result)) {
+    // A beam-sampling row over a +inf: the candidate order clamps it, the
+    // CPU's warpers do not.
+    const bool host_beam_sample =
+        rows[r].params->beam_sample && !std::isfinite(copies.norms[r].max);
+    if (host_[r] || token == cuda::kNoDraw || host_beam_sample ||
+        !FillTopLogprobs(r, rows[r], copies, &result)) {
       result.token = -1;
       result.top_logprobs.clear();
       host_rows->push_back(static_cast<int32_t>(r));
@@ -435,19 +468,10 @@ void DeviceSampler::FillResults(std::span<const sampling::SamplingRow> rows,
       const int32_t candidate = copies.beam_tokens[first + j];
       if (candidate < 0) break;
       const float score = copies.beam_scores[first + j];
-      result.beam_candidates.push_back({candidate, score, score});
+      const float key = rows[r].params->beam_sample ? copies.beam_keys[first + j] : score;
+      result.beam_candidates.push_back({candidate, score, key});
     }
   }
-}
-
-absl::Status DeviceSampler::GatherBeamCandidates(int32_t num_rows, int32_t width,
-                                                 cudaStream_t stream) {
-  if (width == 0) return absl::OkStatus();
-  return cuda::GatherKeptCandidates(
-      {processed_.as<float>(), kept_tokens_.as<int32_t>(),
-       kept_results_.as<cuda::TopKRowResult>(), beam_tokens_.as<int32_t>(),
-       beam_scores_.as<float>(), width, num_rows, vocab_size_},
-      stream);
 }
 
 absl::Status DeviceSampler::RankTopLogprobs(std::span<const sampling::SamplingRow> rows,

@@ -11,12 +11,18 @@
 //   kTopKMaxCandidates, VocabDraw otherwise;
 //   the token's logprob: log_softmax of the raw row (LogSoftmaxNormalizers,
 //   GatherLogits), as the CPU reports it.
-// Beam-search rows (params.beam_candidates > 0, not beam_sample) take the
-// CPU's ComputeBeamCandidates instead: log_softmax of the raw row
-// (LogSoftmaxRows), the penalties and min-tokens mask on it (no
-// temperature), then the beam_candidates best scores, ties by lower id
-// (TopKTopP with k = beam_candidates, top-p off: the first k of the kept set
-// in canonical order) with their scores (GatherKeptCandidates); key = score,
+// Beam-search rows (params.beam_candidates > 0) take the CPU's
+// ComputeBeamCandidates instead: log_softmax of the raw row
+// (LogSoftmaxRows), the penalties and min-tokens mask on it, then
+//   without beam_sample: the beam_candidates best scores, ties by lower id
+//   (TopKTopP with k = beam_candidates, top-p off: the first k of the kept
+//   set in canonical order) with their scores (GatherKeptCandidates); key =
+//   score;
+//   beam sampling (beam_sample.cuh): temperature, then the warpers' kept set
+//   (TopKTopP with k = max(top_k, 2), cut by top-p and min-p; every finite
+//   score without top-k), Gumbel keys on it into keys_, and the
+//   beam_candidates best keys (TopKTopP over the keys) with their scores
+//   and keys;
 // `token` the best candidate.
 // Rows with a draft to verify (row.draft_token >= 0: one position of
 // speculative verification, SpeculativeVerifier::VerifyPosition): greedy
@@ -34,23 +40,26 @@
 // The raw logits are not modified (the stages work on a copy).
 //
 // Rows left to the host (results[i].token = -1, i listed in `host_rows`):
-// beam sampling rows (Gumbel keys over the whole vocabulary) and beams wider
-// than kTopKMaxCandidates, draft rows whose draft supports overflow the
-// call's max_rows * kTopKMaxCandidates entries (a draft sampled over the
-// whole vocabulary can), draft rows of beam search (which the scheduler never
-// makes), and rows the device could
-// not decide (no live logit after processing, where the CPU takes the raw
-// argmax; more than kTopKMaxCandidates logits tied into a top-k set; top
-// logprobs of a raw row with fewer than `logprobs` live logits (neither
-// -inf nor NaN), where the CPU lists dead tokens too, or with a +inf logit,
-// which the candidate order ties with the largest float). The caller samples those with the CPU Sampler on
-// their raw logits (draft rows with VerifyPosition).
+// beam sampling with top-p or min-p but no top-k (the warpers would rank the
+// whole vocabulary), with top_k past kTopKMaxCandidates, or over a raw +inf
+// (which the candidate order clamps and the CPU's warpers do not); beams
+// wider than kTopKMaxCandidates; draft rows whose draft supports overflow
+// the call's max_rows * kTopKMaxCandidates entries (a draft sampled over the
+// whole vocabulary can); draft rows of beam search (which the scheduler
+// never makes); and rows the device could not decide (no live logit after
+// processing, where the CPU takes the raw argmax; more than
+// kTopKMaxCandidates logits tied into a top-k set; top logprobs of a raw
+// row with fewer than `logprobs` live logits (neither -inf nor NaN), where
+// the CPU lists dead tokens too, or with a +inf logit, which the candidate
+// order ties with the largest float). The caller samples those with the CPU
+// Sampler on their raw logits (draft rows with VerifyPosition).
 //
 // Same tokens as the CPU: the stages are the CPU's (penalties bit-identical;
 // expf and the order of the sums may differ on a GPU within rounding, see
 // top_k.cuh and vocab_draw.cuh; a beam row's log_softmax subtracts the same
-// double normalizer, whose sum runs in tree order); one difference by design: a greedy row
-// whose largest logits are +inf and FLT_MAX ties them (+inf is clamped, as
+// double normalizer, whose sum runs in tree order; beam sampling's Gumbel
+// log, see beam_sampling.h); one difference by design: a greedy row whose
+// largest logits are +inf and FLT_MAX ties them (+inf is clamped, as
 // the CPU's candidate list does), where the CPU's argmax prefers +inf.
 //
 // Memory: every buffer at Create, for `max_rows` rows and `max_tokens`
@@ -68,6 +77,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/sampling/sampler.h"
+#include "kernels/cuda/beam_sample.cuh"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/verify_draft.cuh"
 #include "kernels/cuda/vocab_draw.cuh"
@@ -126,6 +136,13 @@ class DeviceSampler {
   // beam_tokens_ / beam_scores_ <- the first `width` kept candidates of
   // every row of the last Draw, with their processed scores.
   absl::Status GatherBeamCandidates(int32_t num_rows, int32_t width, cudaStream_t stream);
+  // Appends row r to beam_sample_host_ / beam_sample_best_ when it samples
+  // beams.
+  void PlanBeamSample(int32_t r, const sampling::SamplingRow& row);
+  // The beam-sampling rows' candidates into beam_tokens_ / beam_scores_ /
+  // beam_keys_ and their best into tokens_ (beam_sample.cuh). Reuses the
+  // kept_* buffers, after the stages that read them.
+  absl::Status SampleBeams(cudaStream_t stream);
   // top_tokens_ / top_raw_ <- each row's params.logprobs highest raw
   // logits (top_width_ per row; none when top_width_ is 0). Reuses the
   // kept_* buffers, after the stages that read them.
@@ -156,6 +173,9 @@ class DeviceSampler {
   cuda::DeviceBuffer beam_rows_;      // [max_rows] int32: rows to log_softmax
   cuda::DeviceBuffer beam_tokens_;    // [max_rows, width <= kTopKMaxCandidates] int32
   cuda::DeviceBuffer beam_scores_;    // [max_rows, width] f32
+  cuda::DeviceBuffer beam_keys_;      // [max_rows, width] f32 (beam sampling)
+  cuda::DeviceBuffer keys_;           // [max_rows, vocab] f32 beam sampling's keys
+  cuda::DeviceBuffer beam_sample_rows_;  // [max_rows] BeamSampleRowParams
   cuda::DeviceBuffer verify_rows_;    // [max_rows] VerifyDraftRowParams
   cuda::DeviceBuffer support_tokens_;  // [max_rows * kTopKMaxCandidates] int32
   cuda::DeviceBuffer support_probs_;   // [max_rows * kTopKMaxCandidates] f32
@@ -170,6 +190,8 @@ class DeviceSampler {
   std::vector<int32_t> support_tokens_host_;
   std::vector<float> support_probs_host_;
   std::vector<std::pair<int32_t, float>> support_scratch_;  // AppendSupport's
+  std::vector<cuda::BeamSampleRowParams> beam_sample_host_;
+  std::vector<cuda::TopKRowParams> beam_sample_best_;  // k = beam_candidates
   int32_t beam_width_ = 0;
   int32_t top_width_ = 0;  // the most top logprobs a device row asks for
   bool any_sampled_draft_ = false;

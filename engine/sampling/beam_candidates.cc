@@ -7,14 +7,12 @@
 
 #include "common/logging.h"
 #include "engine/sampling/logits_processor.h"
-#include "engine/sampling/rng.h"
+#include "kernels/beam_sampling.h"
 
 namespace tandem::sampling {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-// transformers' warpers keep this many tokens when num_beams > 1.
-constexpr size_t kMinTokensToKeep = 2;
 
 // log_softmax in place (float terms, double sum, as Sampler's logprobs).
 void LogSoftmax(std::span<float> x) {
@@ -45,7 +43,8 @@ void ApplyBeamWarpers(const SamplingParams& p, std::span<float> scores) {
   std::vector<int32_t> ranked = RankedFinite(scores);
   size_t keep = ranked.size();
   if (p.top_k > 0) {
-    const size_t k = std::max(static_cast<size_t>(p.top_k), kMinTokensToKeep);
+    const size_t k =
+        std::max(static_cast<size_t>(p.top_k), static_cast<size_t>(kernels::kBeamMinTokensToKeep));
     if (k < keep) {
       // Ties with the k-th score stay, as a `score < kth` mask keeps them.
       const float kth = scores[ranked[k - 1]];
@@ -53,36 +52,14 @@ void ApplyBeamWarpers(const SamplingParams& p, std::span<float> scores) {
     }
   }
   if (p.top_p < 1.0f || p.min_p > 0.0f) {
-    // Probabilities over the tokens kept so far.
-    double sum = 0.0;
+    // Weights over the tokens kept so far.
     const float best = keep > 0 ? scores[ranked[0]] : 0.0f;
-    std::vector<double> prob(keep);
-    for (size_t i = 0; i < keep; ++i) sum += prob[i] = std::exp(scores[ranked[i]] - best);
-    for (double& q : prob) q /= sum;
-    size_t nucleus = keep;
-    if (p.top_p < 1.0f) {
-      // Drop the tail whose mass is at most 1 - top_p.
-      double tail = 0.0;
-      while (nucleus > kMinTokensToKeep && tail + prob[nucleus - 1] <= 1.0 - p.top_p) {
-        tail += prob[--nucleus];
-      }
-    }
-    if (p.min_p > 0.0f) {
-      const double floor = p.min_p * prob[0];
-      while (nucleus > kMinTokensToKeep && prob[nucleus - 1] < floor) --nucleus;
-    }
-    keep = std::min(keep, nucleus);
+    std::vector<float> weights(keep);
+    for (size_t i = 0; i < keep; ++i) weights[i] = std::exp(scores[ranked[i]] - best);
+    keep = static_cast<size_t>(kernels::BeamNucleusSize(
+        weights.data(), static_cast<int32_t>(keep), p.top_p, p.min_p));
   }
   for (size_t i = keep; i < ranked.size(); ++i) scores[ranked[i]] = kNegInf;
-}
-
-// Standard Gumbel noise for one token of one draw.
-float Gumbel(uint64_t seed, uint64_t stream, uint64_t step, int32_t token) {
-  const uint64_t bits =
-      Mix64(RandomBits(seed, stream, step) ^ (static_cast<uint64_t>(token) * 0xC2B2AE3D27D4EB4Full));
-  // Uniform in (0, 1): never 0, so both logs are finite.
-  const double u = (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53;
-  return static_cast<float>(-std::log(-std::log(u)));
 }
 
 }  // namespace
@@ -107,7 +84,9 @@ void ComputeBeamCandidates(const SamplingRow& row, std::span<float> scores,
     if (!(scores[i] > kNegInf)) continue;
     const int32_t token = static_cast<int32_t>(i);
     float key = scores[i];
-    if (p.beam_sample) key += Gumbel(row.seed, row.stream, row.output_tokens.size(), token);
+    if (p.beam_sample) {
+      key += kernels::GumbelNoise(row.seed, row.stream, row.output_tokens.size(), token);
+    }
     all.push_back({token, scores[i], key});
   }
   if (all.empty()) {

@@ -5,7 +5,8 @@ precision) behind a coordinator must give, request for request, what
 `tandem run --precision reference` gives on the CPU at TP = 1: greedy tokens
 and their logprobs (within 1e-3), top logprobs (ranked on the device: the same
 tokens, logprobs within 1e-3), seeded sampling, n = 2 forks (copy-on-write
-blocks on the device), beam search with 4 beams, a prompt over several KV
+blocks on the device), beam search with 4 beams, beam sampling (3 beams,
+top-k and top-p warpers, Gumbel keys on the device), a prompt over several KV
 blocks, and speculative decoding with n-gram drafts, verified on the device
 (greedy, which must also equal the same request decoded plainly, and seeded
 sampling with top-k and with top-k off — the whole-vocabulary verification —
@@ -47,6 +48,8 @@ REQUESTS = [
      "logprobs": 2},
     {"prompt": "The weather today", "max_tokens": 6, "temperature": 1.0, "seed": 5, "n": 2},
     {"prompt": "The sky is", "max_tokens": 5, "num_beams": 4},
+    {"prompt": "The sky is", "max_tokens": 5, "num_beams": 3, "do_sample": True,
+     "temperature": 0.9, "top_k": 20, "top_p": 0.9, "seed": 4},
     {"prompt_token_ids": [200 + 11 * i for i in range(40)], "max_tokens": 6, "temperature": 0},
     dict(SPECULATIVE, temperature=0.7, top_k=20, seed=9, num_speculative_tokens=3,
          draft="ngram"),

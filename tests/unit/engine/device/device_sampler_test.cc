@@ -5,8 +5,11 @@
 // the same token, the logprob within 1e-6, the same top logprobs (1 to 20,
 // ties at the top) within 1e-6. Beam rows (penalties, the mask, tied scores,
 // widths 1 to 16, mixed into a batch of plain rows, some with top logprobs):
-// the CPU's candidates, in order, scores within 1e-6. Rows it leaves to the
-// host (beam sampling, beams wider than the candidate kernel, a beam row
+// the CPU's candidates, in order, scores within 1e-6; beam sampling rows
+// (temperature, top-k with its floor of 2, top-p, min-p, or temperature
+// alone): the CPU's candidates, scores and keys within 1e-5. Rows it leaves
+// to the host (beam sampling with top-p but no top-k, with top-k past the
+// candidate kernel or over a +inf, beams wider than the candidate kernel, a beam row
 // holding a NaN, nothing left after the mask, top logprobs past the live
 // logits or over a +inf) are listed and not answered; a call allocates no
 // device memory; bad sizes are refused.
@@ -209,6 +212,69 @@ TEST(DeviceSamplerTest, BeamRowsGetTheCpuCandidates) {
   }
 }
 
+// Row i of the beam-sampling test: beam sampling with the warpers
+// (temperature, top-k with its floor of 2 and ties, top-p, min-p, or
+// temperature alone), a plain beam row, or a sampling row.
+RowData BeamSamplingRow(std::mt19937& rng, int i) {
+  RowData row = RandomRow(rng, i);
+  sampling::SamplingParams& p = row.params;
+  if (i % 12 == 11) {
+    p.beam_candidates = 4;  // a plain beam row: key = score
+  } else if (i % 6 != 5) {
+    p.beam_candidates = std::vector<int32_t>{2, 4, 8, 3, 16}[i % 5];
+    p.beam_sample = true;
+    p.temperature = std::vector<float>{0.5f, 1.0f, 1.7f}[i % 3];
+    p.top_k = std::vector<int32_t>{0, 1, 7, 50, 300}[i % 5];
+    // top-p and min-p need top-k on the device.
+    p.top_p = p.top_k > 0 && i % 2 == 0 ? 0.7f : 1.0f;
+    p.min_p = p.top_k > 0 && i % 4 == 1 ? 0.1f : 0.0f;
+  }
+  if (i % 4 == 1) {
+    for (int32_t id : {40, 12, 250, 31, 77}) row.logits[id] = 9.5f;  // ties across the k-th
+  }
+  if (i % 8 == 2) {
+    // Top-p cuts through six tied scores: the CPU keeps the lowest ids.
+    p.top_k = 7;
+    p.top_p = 0.6f;
+    for (int32_t id : {90, 14, 260, 33, 171, 5}) row.logits[id] = 11.0f;
+  }
+  return row;
+}
+
+// Beam sampling rows get the CPU's candidates, scores and Gumbel keys.
+TEST(DeviceSamplerTest, BeamSamplingRowsGetTheCpuCandidates) {
+  std::mt19937 rng(17);
+  std::vector<RowData> rows;
+  for (int i = 0; i < 48; ++i) rows.push_back(BeamSamplingRow(rng, i));
+  // Nothing left after the mask: the CPU's raw-argmax fallback, on the host.
+  rows[3].logits.assign(kVocab, kNegInf);
+  rows[3].logits[2] = rows[3].logits[7] = 1.0f;
+  rows[3].params.min_tokens = 10;
+  rows[3].params.ignore_eos = false;
+  DeviceSampler sampler = MakeSampler(48);
+  const DeviceRun device = SampleOnDevice(sampler, rows);
+  const std::vector<sampling::SampleResult> cpu = SampleOnCpu(rows);
+  EXPECT_EQ(device.host_rows, std::vector<int32_t>{3});
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (r == 3) continue;
+    const sampling::SamplingParams& p = rows[r].params;
+    SCOPED_TRACE(::testing::Message() << "row " << r << " width " << p.beam_candidates
+                                      << " top_k " << p.top_k << " top_p " << p.top_p
+                                      << " min_p " << p.min_p);
+    const sampling::SampleResult& d = device.results[r];
+    EXPECT_EQ(d.token, cpu[r].token);
+    EXPECT_NEAR(d.logprob, cpu[r].logprob, 1e-6);
+    ExpectSameTopLogprobs(d, cpu[r]);
+    ASSERT_EQ(d.beam_candidates.size(), cpu[r].beam_candidates.size());
+    for (size_t j = 0; j < d.beam_candidates.size(); ++j) {
+      EXPECT_EQ(d.beam_candidates[j].token, cpu[r].beam_candidates[j].token) << "candidate " << j;
+      EXPECT_NEAR(d.beam_candidates[j].score, cpu[r].beam_candidates[j].score, 1e-5);
+      EXPECT_NEAR(d.beam_candidates[j].key, cpu[r].beam_candidates[j].key, 1e-5);
+      if (!p.beam_sample) EXPECT_EQ(d.beam_candidates[j].key, d.beam_candidates[j].score);
+    }
+  }
+}
+
 TEST(DeviceSamplerTest, SameTokensAloneAndInABatch) {
   std::mt19937 rng(8);
   std::vector<RowData> rows;
@@ -224,10 +290,13 @@ TEST(DeviceSamplerTest, SameTokensAloneAndInABatch) {
 TEST(DeviceSamplerTest, LeavesRowsToTheHost) {
   std::mt19937 rng(5);
   std::vector<RowData> rows;
-  for (int i = 0; i < 9; ++i) rows.push_back(RandomRow(rng, 1));
+  for (int i = 0; i < 11; ++i) rows.push_back(RandomRow(rng, 1));
   for (RowData& row : rows) row.params.logprobs = 0;
+  // Beam sampling with top-p but no top-k: the warpers rank the whole row.
   rows[1].params.beam_candidates = 2;
   rows[1].params.beam_sample = true;
+  rows[1].params.top_k = 0;
+  rows[1].params.top_p = 0.9f;
   // Top logprobs over a +inf, which the candidate order ties with FLT_MAX
   // (here at a lower id: the device's first would be 10, the CPU's 50).
   rows[2].params.logprobs = 1;
@@ -249,13 +318,21 @@ TEST(DeviceSamplerTest, LeavesRowsToTheHost) {
   rows[7].logits[20] = rows[7].logits[21] = rows[7].logits[22] = 1.0f;
   rows[7].params.logprobs = 5;
   rows[8].params.logprobs = 3;
-  DeviceSampler sampler = MakeSampler(9);
+  // Beam sampling over a +inf, which the candidate order clamps.
+  rows[9].params.beam_candidates = 2;
+  rows[9].params.beam_sample = true;
+  rows[9].logits[50] = std::numeric_limits<float>::infinity();
+  // Beam sampling with top-k past the candidate kernel.
+  rows[10].params.beam_candidates = 2;
+  rows[10].params.beam_sample = true;
+  rows[10].params.top_k = cuda::kTopKMaxCandidates + 1;
+  DeviceSampler sampler = MakeSampler(11);
   const DeviceRun device = SampleOnDevice(sampler, rows);
-  EXPECT_EQ(device.host_rows, (std::vector<int32_t>{1, 2, 3, 4, 5, 7}));
+  EXPECT_EQ(device.host_rows, (std::vector<int32_t>{1, 2, 3, 4, 5, 7, 9, 10}));
   for (int r : {0, 6, 8}) EXPECT_GE(device.results[r].token, 0) << "row " << r;
   EXPECT_EQ(device.results[6].beam_candidates.size(), 4u);
   EXPECT_EQ(device.results[8].top_logprobs.size(), 3u);
-  for (int r : {1, 2, 3, 4, 5, 7}) {
+  for (int r : {1, 2, 3, 4, 5, 7, 9, 10}) {
     EXPECT_EQ(device.results[r].token, -1) << "row " << r;
     EXPECT_TRUE(device.results[r].top_logprobs.empty()) << "row " << r;
   }
