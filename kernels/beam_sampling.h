@@ -16,12 +16,7 @@
 #include <cstdint>
 
 #include "kernels/counter_rng.h"
-
-#if defined(__CUDACC__)
-#define TANDEM_HOST_DEVICE __host__ __device__
-#else
-#define TANDEM_HOST_DEVICE
-#endif
+#include "kernels/host_device.h"
 
 namespace tandem::kernels {
 
@@ -64,7 +59,5 @@ TANDEM_HOST_DEVICE inline float GumbelNoise(uint64_t seed, uint64_t stream, uint
 }
 
 }  // namespace tandem::kernels
-
-#undef TANDEM_HOST_DEVICE
 
 #endif  // TANDEM_KERNELS_BEAM_SAMPLING_H_

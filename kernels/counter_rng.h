@@ -14,11 +14,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TANDEM_HOST_DEVICE __host__ __device__
-#else
-#define TANDEM_HOST_DEVICE
-#endif
+#include "kernels/host_device.h"
 
 namespace tandem::kernels {
 
@@ -70,7 +66,5 @@ TANDEM_HOST_DEVICE constexpr double UniformDraw(uint64_t seed, uint64_t stream, 
 }
 
 }  // namespace tandem::kernels
-
-#undef TANDEM_HOST_DEVICE
 
 #endif  // TANDEM_KERNELS_COUNTER_RNG_H_

@@ -98,6 +98,26 @@ void ExpectSameTopLogprobs(const sampling::SampleResult& device,
   }
 }
 
+// The device's beam row equals the CPU's: token, logprob, top logprobs,
+// candidates in order with scores and keys within `tolerance` (a plain
+// beam row's key is its score).
+void ExpectSameBeamRow(const sampling::SampleResult& device, const sampling::SampleResult& cpu,
+                       const sampling::SamplingParams& p, double tolerance) {
+  EXPECT_EQ(device.token, cpu.token);
+  EXPECT_NEAR(device.logprob, cpu.logprob, 1e-6);
+  ExpectSameTopLogprobs(device, cpu);
+  ASSERT_EQ(device.beam_candidates.size(), cpu.beam_candidates.size());
+  for (size_t j = 0; j < cpu.beam_candidates.size(); ++j) {
+    const sampling::BeamToken& d = device.beam_candidates[j];
+    EXPECT_EQ(d.token, cpu.beam_candidates[j].token) << "candidate " << j;
+    EXPECT_NEAR(d.score, cpu.beam_candidates[j].score, tolerance) << "candidate " << j;
+    EXPECT_NEAR(d.key, cpu.beam_candidates[j].key, tolerance) << "candidate " << j;
+    if (!p.beam_sample) {
+      EXPECT_EQ(d.key, d.score) << "candidate " << j;
+    }
+  }
+}
+
 struct DeviceRun {
   std::vector<sampling::SampleResult> results;
   std::vector<int32_t> host_rows;
@@ -199,16 +219,7 @@ TEST(DeviceSamplerTest, BeamRowsGetTheCpuCandidates) {
   for (size_t r = 0; r < rows.size(); ++r) {
     SCOPED_TRACE(::testing::Message() << "row " << r << " width "
                                       << rows[r].params.beam_candidates);
-    const sampling::SampleResult& d = device.results[r];
-    EXPECT_EQ(d.token, cpu[r].token);
-    EXPECT_NEAR(d.logprob, cpu[r].logprob, 1e-6);
-    ExpectSameTopLogprobs(d, cpu[r]);
-    ASSERT_EQ(d.beam_candidates.size(), cpu[r].beam_candidates.size());
-    for (size_t j = 0; j < d.beam_candidates.size(); ++j) {
-      EXPECT_EQ(d.beam_candidates[j].token, cpu[r].beam_candidates[j].token) << "candidate " << j;
-      EXPECT_NEAR(d.beam_candidates[j].score, cpu[r].beam_candidates[j].score, 1e-6);
-      EXPECT_EQ(d.beam_candidates[j].key, d.beam_candidates[j].score);
-    }
+    ExpectSameBeamRow(device.results[r], cpu[r], rows[r].params, 1e-6);
   }
 }
 
@@ -261,17 +272,7 @@ TEST(DeviceSamplerTest, BeamSamplingRowsGetTheCpuCandidates) {
     SCOPED_TRACE(::testing::Message() << "row " << r << " width " << p.beam_candidates
                                       << " top_k " << p.top_k << " top_p " << p.top_p
                                       << " min_p " << p.min_p);
-    const sampling::SampleResult& d = device.results[r];
-    EXPECT_EQ(d.token, cpu[r].token);
-    EXPECT_NEAR(d.logprob, cpu[r].logprob, 1e-6);
-    ExpectSameTopLogprobs(d, cpu[r]);
-    ASSERT_EQ(d.beam_candidates.size(), cpu[r].beam_candidates.size());
-    for (size_t j = 0; j < d.beam_candidates.size(); ++j) {
-      EXPECT_EQ(d.beam_candidates[j].token, cpu[r].beam_candidates[j].token) << "candidate " << j;
-      EXPECT_NEAR(d.beam_candidates[j].score, cpu[r].beam_candidates[j].score, 1e-5);
-      EXPECT_NEAR(d.beam_candidates[j].key, cpu[r].beam_candidates[j].key, 1e-5);
-      if (!p.beam_sample) EXPECT_EQ(d.beam_candidates[j].key, d.beam_candidates[j].score);
-    }
+    ExpectSameBeamRow(device.results[r], cpu[r], p, 1e-5);
   }
 }
 
