@@ -41,22 +41,12 @@ bool UsesTopKKernel(const sampling::SamplingParams& p) {
   return Beam(p) || Greedy(p) || (p.top_k >= 1 && p.top_k <= cuda::kTopKMaxCandidates);
 }
 
-// Beam sampling the device takes: a top-k kept list within the candidate
-// kernel, or no warper but temperature (every finite score kept).
-bool DeviceBeamSample(const sampling::SamplingParams& p) {
-  if (p.top_k > 0) {
-    return std::max(p.top_k, kernels::kBeamMinTokensToKeep) <= cuda::kTopKMaxCandidates;
-  }
-  return p.top_p >= 1.0f && p.min_p <= 0.0f;
-}
-
 // Rows the device never takes (see the header), whatever the batch.
 bool HostOnly(const sampling::SamplingRow& row) {
   const sampling::SamplingParams& p = *row.params;
   const int64_t mask_ids = static_cast<int64_t>(p.stop_token_ids.size()) +
                            static_cast<int64_t>(row.eos_token_ids.size());
-  const bool host_beam = Beam(p) && (p.beam_candidates > cuda::kTopKMaxCandidates ||
-                                     (p.beam_sample && !DeviceBeamSample(p)));
+  const bool host_beam = Beam(p) && p.beam_candidates > cuda::kTopKMaxCandidates;
   // A draft is verified over the candidate kernel's kept list or VocabDraw's
   // kept set; a beam row has no draft to verify.
   const bool host_draft = row.draft_token >= 0 && Beam(p);
@@ -270,9 +260,10 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
                .argmax = Greedy(p) || Beam(p)};
     vocab[r].skip = UsesTopKKernel(p);
     if (Beam(p) && p.beam_sample) {
-      // The warpers' top-k set (SampleBeams cuts and keys it); without
-      // top-k, reported unsupported at once.
-      top_k[r] = {p.top_k > 0 ? std::max(p.top_k, kernels::kBeamMinTokensToKeep) : 0, 1.0f, 0.0f};
+      // The warpers' top-k set (SampleBeams cuts and keys it); a row
+      // SampleBeams takes whole is reported unsupported at once.
+      top_k[r] = {BeamSampleKeptList(p) ? std::max(p.top_k, kernels::kBeamMinTokensToKeep) : 0,
+                  1.0f, 0.0f};
     } else if (Beam(p)) {
       // The beam_candidates best scores (ties kept past k; the first k taken).
       top_k[r] = {std::min(p.beam_candidates, cuda::kTopKMaxCandidates), 1.0f, 0.0f};

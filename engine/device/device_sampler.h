@@ -19,8 +19,9 @@
 //   set in canonical order) with their scores (GatherKeptCandidates); key =
 //   score;
 //   beam sampling (beam_sample.cuh): temperature, then the warpers' kept set
-//   (TopKTopP with k = max(top_k, 2), cut by top-p and min-p; every finite
-//   score without top-k), Gumbel keys on it into keys_, and the
+//   (TopKTopP with k = max(top_k, 2) cut by top-p and min-p when top_k is
+//   in [1, kTopKMaxCandidates]; else the whole row's, as VocabDraw cuts
+//   it, at least two kept), Gumbel keys on it into keys_, and the
 //   beam_candidates best keys (TopKTopP over the keys) with their scores
 //   and keys;
 // `token` the best candidate.
@@ -40,25 +41,25 @@
 // The raw logits are not modified (the stages work on a copy).
 //
 // Rows left to the host (results[i].token = -1, i listed in `host_rows`):
-// beam sampling with top-p or min-p but no top-k (the warpers would rank the
-// whole vocabulary), with top_k past kTopKMaxCandidates, or over a raw +inf
-// (which the candidate order clamps and the CPU's warpers do not); beams
-// wider than kTopKMaxCandidates; draft rows whose draft supports overflow
-// the call's max_rows * kTopKMaxCandidates entries (a draft sampled over the
-// whole vocabulary can); draft rows of beam search (which the scheduler
-// never makes); and rows the device could not decide (no live logit after
-// processing, where the CPU takes the raw argmax; more than
-// kTopKMaxCandidates logits tied into a top-k set; top logprobs of a raw
-// row with fewer than `logprobs` live logits (neither -inf nor NaN), where
-// the CPU lists dead tokens too, or with a +inf logit, which the candidate
-// order ties with the largest float). The caller samples those with the CPU
-// Sampler on their raw logits (draft rows with VerifyPosition).
+// beam sampling over a raw +inf (which the candidate order clamps and the
+// CPU's warpers do not); beams wider than kTopKMaxCandidates; draft rows
+// whose draft supports overflow the call's max_rows * kTopKMaxCandidates
+// entries (a draft sampled over the whole vocabulary can); draft rows of
+// beam search (which the scheduler never makes); and rows the device could
+// not decide (no live logit after processing, where the CPU takes the raw
+// argmax; more than kTopKMaxCandidates logits tied into a top-k set; top
+// logprobs of a raw row with fewer than `logprobs` live logits (neither
+// -inf nor NaN), where the CPU lists dead tokens too, or with a +inf logit,
+// which the candidate order ties with the largest float). The caller
+// samples those with the CPU Sampler on their raw logits (draft rows with
+// VerifyPosition).
 //
 // Same tokens as the CPU: the stages are the CPU's (penalties bit-identical;
 // expf and the order of the sums may differ on a GPU within rounding, see
 // top_k.cuh and vocab_draw.cuh; a beam row's log_softmax subtracts the same
 // double normalizer, whose sum runs in tree order; beam sampling's Gumbel
-// log, see beam_sampling.h); one difference by design: a greedy row whose
+// log and whole-row top-p, see beam_sampling.h and beam_sample.cuh); one
+// difference by design: a greedy row whose
 // largest logits are +inf and FLT_MAX ties them (+inf is clamped, as
 // the CPU's candidate list does), where the CPU's argmax prefers +inf.
 //
@@ -136,6 +137,10 @@ class DeviceSampler {
   // beam_tokens_ / beam_scores_ <- the first `width` kept candidates of
   // every row of the last Draw, with their processed scores.
   absl::Status GatherBeamCandidates(int32_t num_rows, int32_t width, cudaStream_t stream);
+  // Whether a beam-sampling row's top-k set is the candidate kernel's kept
+  // list (top_k in [1, kTopKMaxCandidates]); else SampleBeams takes the
+  // whole row.
+  static bool BeamSampleKeptList(const sampling::SamplingParams& p);
   // Appends row r to beam_sample_host_ / beam_sample_best_ when it samples
   // beams.
   void PlanBeamSample(int32_t r, const sampling::SamplingRow& row);

@@ -10,11 +10,16 @@
 
 namespace tandem::device {
 
+bool DeviceSampler::BeamSampleKeptList(const sampling::SamplingParams& p) {
+  return p.top_k > 0 && p.top_k <= cuda::kTopKMaxCandidates;
+}
+
 void DeviceSampler::PlanBeamSample(int32_t r, const sampling::SamplingRow& row) {
   const sampling::SamplingParams& p = *row.params;
   if (p.beam_candidates <= 0 || !p.beam_sample) return;
   beam_sample_host_.push_back({.row = r,
-                               .top_k = p.top_k > 0,
+                               .kept_list = BeamSampleKeptList(p),
+                               .top_k = p.top_k,
                                .top_p = p.top_p,
                                .min_p = p.min_p,
                                .seed = row.seed,

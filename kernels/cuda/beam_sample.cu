@@ -1,7 +1,9 @@
-// BeamKeysKernel: one block per row. Thread 0 finds the kept set's last
-// member in the canonical order (score descending, token ascending) — the
-// nucleus walk is sequential in double, as the CPU's — and every thread
-// keys its strided slice against it. GatherKernel: one block per row.
+// BeamKeysKernel: one block per row. A kept-list row: thread 0 finds the
+// kept set's last member in the canonical order (score descending, token
+// ascending) — the nucleus walk is sequential in double, as the CPU's — and
+// every thread keys its strided slice against it. A whole-row row: the
+// block-wide searches of vocab_candidates.cuh give the kept set's filter.
+// GatherKernel: one block per row.
 #include "kernels/cuda/beam_sample.cuh"
 
 #include <climits>
@@ -10,7 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/beam_sampling.h"
 #include "kernels/cuda/cuda_error.cuh"
+#include "kernels/cuda/float_key.cuh"
 #include "kernels/cuda/sample_draw.cuh"
+#include "kernels/cuda/vocab_candidates.cuh"
 
 namespace tandem::cuda {
 namespace {
@@ -27,11 +31,10 @@ __device__ __forceinline__ bool Kept(float x, int32_t i, KeptBound b) {
   return x > -INFINITY && (x > b.value || (x == b.value && i <= b.token));
 }
 
-// The row's bound: every finite score without top-k; none when the kept
-// list is empty (or the candidate kernel gave up on the row).
+// A kept-list row's bound: none when the list is empty (or the candidate
+// kernel gave up on the row).
 __device__ KeptBound RowBound(const BeamSampleKeysParams& p, const BeamSampleRowParams& row,
                               const float* scores) {
-  if (!row.top_k) return {-INFINITY, INT_MAX};
   const int32_t n = p.kept_results[row.row].num_kept;
   if (n <= 0) return {INFINITY, -1};
   const int64_t base = static_cast<int64_t>(row.row) * kTopKMaxCandidates;
@@ -40,18 +43,49 @@ __device__ KeptBound RowBound(const BeamSampleKeysParams& p, const BeamSampleRow
   return {scores[last], last};
 }
 
+__device__ __forceinline__ float Key(const BeamSampleRowParams& row, float score, int32_t i) {
+  return score + kernels::GumbelNoise(row.seed, row.stream, row.step, i);
+}
+
+__device__ void KeyKeptList(const BeamSampleKeysParams& p, const BeamSampleRowParams& row,
+                            const float* scores, float* keys, KeptBound* shared_bound) {
+  if (threadIdx.x == 0) *shared_bound = RowBound(p, row, scores);
+  __syncthreads();
+  const KeptBound b = *shared_bound;
+  for (int32_t i = threadIdx.x; i < p.vocab_size; i += blockDim.x) {
+    const float x = scores[i];
+    keys[i] = Kept(x, i, b) ? Key(row, x, i) : -INFINITY;
+  }
+}
+
+__device__ void KeyWholeRow(const BeamSampleKeysParams& p, const BeamSampleRowParams& row,
+                            const float* scores, float* keys, const vocab::Scratch& s) {
+  int32_t num_live = 0;
+  const vocab::Row r = vocab::CandidateRow(scores, p.vocab_size, row.top_k, &num_live, s);
+  vocab::Filter f = vocab::TopPMinPFilter(r, row.top_p, row.min_p, s);
+  if (num_live >= kernels::kBeamMinTokensToKeep &&
+      vocab::CountKept(r, f, s) < kernels::kBeamMinTokensToKeep) {
+    f = vocab::FirstTwo(r, s);
+  }
+  for (int32_t i = threadIdx.x; i < p.vocab_size; i += blockDim.x) {
+    const float x = scores[i];
+    const bool kept = vocab::Live(r, x) && vocab::Kept(f, vocab::WeightBits(r, x), i);
+    keys[i] = kept ? Key(row, x, i) : -INFINITY;
+  }
+}
+
 __global__ void __launch_bounds__(kBeamThreads) BeamKeysKernel(BeamSampleKeysParams p) {
   __shared__ KeptBound bound;
+  __shared__ double sums[kMaxWarpsPerBlock];
+  __shared__ int32_t counts[kMaxWarpsPerBlock];
+  __shared__ uint32_t bits[kMaxWarpsPerBlock];
   const BeamSampleRowParams row = p.rows[blockIdx.x];
   const float* scores = p.scores + static_cast<int64_t>(row.row) * p.vocab_size;
   float* keys = p.keys + static_cast<int64_t>(blockIdx.x) * p.vocab_size;
-  if (threadIdx.x == 0) bound = RowBound(p, row, scores);
-  __syncthreads();
-  const KeptBound b = bound;
-  for (int32_t i = threadIdx.x; i < p.vocab_size; i += blockDim.x) {
-    const float x = scores[i];
-    keys[i] = Kept(x, i, b) ? x + kernels::GumbelNoise(row.seed, row.stream, row.step, i)
-                            : -INFINITY;
+  if (row.kept_list) {  // the whole block
+    KeyKeptList(p, row, scores, keys, &bound);
+  } else {
+    KeyWholeRow(p, row, scores, keys, {sums, counts, bits});
   }
 }
 

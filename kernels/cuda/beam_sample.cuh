@@ -2,11 +2,19 @@
 // engine/sampling/beam_candidates.h makes when beam_sample is set, on rows
 // already holding the processed scores (log_softmax, penalties, the
 // min-tokens mask, temperature):
-//   1. BeamSampleKeys: the warpers' kept set — with top-k, TopKTopP's kept
-//      list for k = max(top_k, 2) (top-p and min-p off there) cut by
-//      kernels::BeamNucleusSize; without, every finite score — and each kept
-//      token's key = score + kernels::GumbelNoise(seed, stream, step,
-//      token); other tokens' keys are -inf.
+//   1. BeamSampleKeys: the warpers' kept set, and each kept token's key =
+//      score + kernels::GumbelNoise(seed, stream, step, token); other
+//      tokens' keys are -inf. The kept set: with top_k in [1,
+//      kTopKMaxCandidates], TopKTopP's kept list for k = max(top_k, 2)
+//      (top-p and min-p off there) cut by kernels::BeamNucleusSize, the
+//      CPU's operations in its order; otherwise the whole row's candidates
+//      (finite scores, >= the k-th largest under top-k, ties kept) cut by
+//      top-p and min-p as VocabDraw cuts them (vocab_candidates.cuh: the
+//      first candidate, weight descending then token ascending, at which
+//      the running mass reaches top_p * Σ, then weights >= min_p), at least
+//      the first two kept. Those sums run in tree order, not the CPU's
+//      (whose tail walk is mathematically the same cut), so the kept set can
+//      differ only where top_p * Σ falls within rounding of a boundary.
 //   2. TopKTopP over the keys (k = the row's beam_candidates, top-p off): the
 //      best keys, ties by lower id, as the CPU's selection.
 //   3. GatherBeamSamples: the first beam_candidates of those with their
@@ -27,10 +35,11 @@
 namespace tandem::cuda {
 
 struct BeamSampleRowParams {
-  int32_t row = 0;       // the row of `scores` and of the warpers' kept lists
-  bool top_k = false;    // the kept list bounds the row (else every finite score)
-  float top_p = 1.0f;    // >= 1: off (only with top_k)
-  float min_p = 0.0f;    // <= 0: off (only with top_k)
+  int32_t row = 0;         // the row of `scores` and of the warpers' kept lists
+  bool kept_list = false;  // TopKTopP's kept list holds the top-k set (else the whole row)
+  int32_t top_k = 0;       // whole-row rows: <= 0 off
+  float top_p = 1.0f;      // >= 1: off
+  float min_p = 0.0f;      // <= 0: off
   uint64_t seed = 0;
   uint64_t stream = 0;
   uint64_t step = 0;     // the output position being drawn
@@ -40,8 +49,8 @@ struct BeamSampleRowParams {
 struct BeamSampleKeysParams {
   const float* scores = nullptr;               // [*, vocab_size] processed scores
   const BeamSampleRowParams* rows = nullptr;   // [num_rows]
-  // TopKTopP's result for the rows of `scores` (read for top_k rows): a row
-  // without kept candidates keeps nothing.
+  // TopKTopP's result for the rows of `scores` (read for kept_list rows): a
+  // row without kept candidates keeps nothing.
   const int32_t* kept_tokens = nullptr;        // [*, kTopKMaxCandidates]
   const float* kept_weights = nullptr;         // [*, kTopKMaxCandidates]
   const TopKRowResult* kept_results = nullptr;  // [*]

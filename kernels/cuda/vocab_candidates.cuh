@@ -129,6 +129,58 @@ __device__ __forceinline__ bool FindCrossing(const Row& r, const Filter& f, doub
   return true;
 }
 
+// The kept candidates after the top-p cut (the first candidate at which the
+// running mass reaches top_p * Σ; top_p >= 1: off) and the min-p floor
+// (weights >= min_p; min_p <= 0: off).
+__device__ __forceinline__ Filter TopPMinPFilter(const Row& r, float top_p, float min_p,
+                                                 const Scratch& s) {
+  Filter f;
+  if (top_p < 1.0f) {
+    const double target = static_cast<double>(top_p) * MassAtLeast(r, f, 0, s);
+    uint32_t cut_bits = 0;
+    int32_t cut_token = 0;
+    if (FindCrossing(r, f, target, /*reaches=*/true, s, &cut_bits, &cut_token)) {
+      f.cut_bits = cut_bits;
+      f.cut_token = cut_token;
+    }
+  }
+  if (min_p > 0.0f) f.min_bits = __float_as_uint(min_p);
+  return f;
+}
+
+// How many candidates `f` keeps.
+__device__ __forceinline__ int32_t CountKept(const Row& r, const Filter& f, const Scratch& s) {
+  int32_t count = 0;
+  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
+    const float l = r.logits[i];
+    if (Live(r, l) && Kept(f, WeightBits(r, l), i)) ++count;
+  }
+  return BlockAllReduce(count, SumOp(), s.counts);
+}
+
+// The filter keeping the first two candidates in the canonical order (all of
+// them when there are fewer). The heaviest weight is 1 (the largest logit's).
+__device__ __forceinline__ Filter FirstTwo(const Row& r, const Scratch& s) {
+  const Filter all;
+  if (CountTies(r, all, kOneBits, r.vocab_size - 1, s) >= 2) {
+    return {kOneBits, NthTie(r, all, kOneBits, 2, s), 0};
+  }
+  uint32_t next = 0;  // the heaviest weight below 1
+  bool any = false;
+  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
+    const float l = r.logits[i];
+    if (!Live(r, l)) continue;
+    const uint32_t wb = WeightBits(r, l);
+    if (wb < kOneBits) {
+      any = true;
+      next = wb > next ? wb : next;
+    }
+  }
+  if (BlockAllReduce(static_cast<int32_t>(any), MaxOp(), s.counts) == 0) return all;
+  next = BlockAllReduce(next, MaxOp(), s.bits);
+  return {next, NthTie(r, all, next, 1, s), 0};
+}
+
 // The lightest positive and the heaviest weight bits among the kept
 // candidates (UINT_MAX / 0 when there are none).
 __device__ __forceinline__ void KeptWeightRange(const Row& r, const Filter& f, const Scratch& s,
@@ -183,6 +235,17 @@ __device__ __forceinline__ float MaxLive(const float* logits, int32_t vocab_size
   }
   *num_live = BlockAllReduce(live, SumOp(), s.counts);
   return KeyToFloat(BlockAllReduce(OrderedKey(max_logit), MaxOp(), s.bits));
+}
+
+// The candidates of `logits` under top-k (off when top_k <= 0 or the row
+// has at most top_k live logits: its k-th largest bounds them, ties kept);
+// *num_live gets the number of live logits.
+__device__ __forceinline__ Row CandidateRow(const float* logits, int32_t vocab_size, int32_t top_k,
+                                            int32_t* num_live, const Scratch& s) {
+  const float max_logit = MaxLive(logits, vocab_size, num_live, s);
+  const bool bounded = top_k > 0 && *num_live > top_k;
+  return {logits, vocab_size, max_logit,
+          bounded ? BlockKthLargest(logits, vocab_size, top_k, s.counts) : kNegInf};
 }
 
 }  // namespace tandem::cuda::vocab

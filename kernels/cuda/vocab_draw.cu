@@ -22,30 +22,13 @@ namespace tandem::cuda {
 namespace {
 
 using vocab::FindCrossing;
-using vocab::kNegInf;
 using vocab::Filter;
 using vocab::LastPositive;
 using vocab::MassAtLeast;
-using vocab::MaxLive;
 using vocab::Row;
 using vocab::Scratch;
 
 constexpr int kVocabDrawThreads = 256;
-// The kept candidates of the row: top-k in r.kth, the top-p cut and min-p.
-__device__ Filter KeptFilter(const Row& r, const VocabDrawRowParams& params, const Scratch& s) {
-  Filter f;
-  if (params.top_p < 1.0f) {
-    const double target = static_cast<double>(params.top_p) * MassAtLeast(r, f, 0, s);
-    uint32_t cut_bits = 0;
-    int32_t cut_token = 0;
-    if (FindCrossing(r, f, target, /*reaches=*/true, s, &cut_bits, &cut_token)) {
-      f.cut_bits = cut_bits;
-      f.cut_token = cut_token;
-    }
-  }
-  if (params.min_p > 0.0f) f.min_bits = __float_as_uint(params.min_p);
-  return f;
-}
 
 // The verification's shared memory: one chunk of residuals and the walk's
 // answer, which thread 0 hands to the block.
@@ -171,15 +154,12 @@ __global__ void __launch_bounds__(kVocabDrawThreads) VocabDrawKernel(VocabDrawPa
   if (params.skip) return;  // the whole block
   const float* logits = p.logits + static_cast<int64_t>(blockIdx.x) * p.vocab_size;
   int32_t num_live = 0;
-  const float max_logit = MaxLive(logits, p.vocab_size, &num_live, s);
+  const Row r = vocab::CandidateRow(logits, p.vocab_size, params.top_k, &num_live, s);
   if (num_live == 0) {
     if (threadIdx.x == 0) p.out_tokens[blockIdx.x] = kNoDraw;
     return;
   }
-  const bool top_k = params.top_k > 0 && params.top_k < p.vocab_size && num_live > params.top_k;
-  const Row r{logits, p.vocab_size, max_logit,
-              top_k ? BlockKthLargest(logits, p.vocab_size, params.top_k, s.counts) : kNegInf};
-  const Filter f = KeptFilter(r, params, s);
+  const Filter f = vocab::TopPMinPFilter(r, params.top_p, params.min_p, s);
   const double total = MassAtLeast(r, f, 0, s);
   const double u = kernels::UniformDraw(params.draw.seed, params.draw.stream, params.draw.step);
   uint32_t at_bits = 0;

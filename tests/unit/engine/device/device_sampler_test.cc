@@ -6,13 +6,14 @@
 // ties at the top) within 1e-6. Beam rows (penalties, the mask, tied scores,
 // widths 1 to 16, mixed into a batch of plain rows, some with top logprobs):
 // the CPU's candidates, in order, scores within 1e-6; beam sampling rows
-// (temperature, top-k with its floor of 2, top-p, min-p, or temperature
-// alone): the CPU's candidates, scores and keys within 1e-5. Rows it leaves
-// to the host (beam sampling with top-p but no top-k, with top-k past the
-// candidate kernel or over a +inf, beams wider than the candidate kernel, a beam row
-// holding a NaN, nothing left after the mask, top logprobs past the live
-// logits or over a +inf) are listed and not answered; a call allocates no
-// device memory; bad sizes are refused.
+// (temperature, top-k with its floor of 2 through the candidate kernel, the
+// whole row with top-k off or past the kernel — its k-th largest as the
+// bound over 3000 logits, ties kept — top-p, min-p): the CPU's candidates,
+// scores and keys within 1e-5. Rows it leaves to the host (beam sampling
+// over a +inf or with nothing left, beams wider than the candidate kernel,
+// a beam row holding a NaN, nothing left after the mask, top logprobs past
+// the live logits or over a +inf) are listed and not answered; a call
+// allocates no device memory; bad sizes are refused.
 #include "engine/device/device_sampler.h"
 
 #include <cmath>
@@ -157,17 +158,18 @@ DeviceRun SampleOnDevice(DeviceSampler& sampler, const std::vector<RowData>& row
   return run;
 }
 
-std::vector<sampling::SampleResult> SampleOnCpu(const std::vector<RowData>& rows) {
+std::vector<sampling::SampleResult> SampleOnCpu(const std::vector<RowData>& rows,
+                                                int32_t vocab = kVocab) {
   std::vector<sampling::SamplingRow> views;
   for (const RowData& row : rows) views.push_back(row.View());
-  sampling::Sampler sampler(kVocab);
+  sampling::Sampler sampler(vocab);
   std::vector<sampling::SampleResult> results(rows.size());
   sampler.SampleBatch(views, results, nullptr);
   return results;
 }
 
-DeviceSampler MakeSampler(int32_t max_rows) {
-  absl::StatusOr<DeviceSampler> sampler = DeviceSampler::Create(max_rows, kVocab, 4096);
+DeviceSampler MakeSampler(int32_t max_rows, int32_t vocab = kVocab) {
+  absl::StatusOr<DeviceSampler> sampler = DeviceSampler::Create(max_rows, vocab, 4096);
   EXPECT_TRUE(sampler.ok()) << sampler.status();
   return std::move(*sampler);
 }
@@ -235,10 +237,10 @@ RowData BeamSamplingRow(std::mt19937& rng, int i) {
     p.beam_candidates = std::vector<int32_t>{2, 4, 8, 3, 16}[i % 5];
     p.beam_sample = true;
     p.temperature = std::vector<float>{0.5f, 1.0f, 1.7f}[i % 3];
-    p.top_k = std::vector<int32_t>{0, 1, 7, 50, 300}[i % 5];
-    // top-p and min-p need top-k on the device.
-    p.top_p = p.top_k > 0 && i % 2 == 0 ? 0.7f : 1.0f;
-    p.min_p = p.top_k > 0 && i % 4 == 1 ? 0.1f : 0.0f;
+    // top_k 0 and 2049 (past the candidate kernel) take the whole row.
+    p.top_k = std::vector<int32_t>{0, 1, 7, 50, 300, 2049}[i % 6];
+    p.top_p = i % 2 == 0 ? 0.7f : 1.0f;
+    p.min_p = i % 4 == 1 ? 0.1f : 0.0f;
   }
   if (i % 4 == 1) {
     for (int32_t id : {40, 12, 250, 31, 77}) row.logits[id] = 9.5f;  // ties across the k-th
@@ -250,6 +252,46 @@ RowData BeamSamplingRow(std::mt19937& rng, int i) {
     for (int32_t id : {90, 14, 260, 33, 171, 5}) row.logits[id] = 11.0f;
   }
   return row;
+}
+
+// Row i of the whole-row beam-sampling test over kLargeVocab logits: top_k
+// past the candidate kernel (its k-th largest is the bound, ties kept) with
+// top-p and min-p cuts, near ties at the k-th place.
+constexpr int32_t kLargeVocab = 3000;
+RowData LargeVocabularyBeamRow(std::mt19937& rng, int i) {
+  RowData row = RandomRow(rng, i);
+  // Flat scores, so that tokens past the k-th compete for the best keys.
+  std::normal_distribution<float> logit(0.0f, 0.5f);
+  row.logits.resize(kLargeVocab);
+  for (float& l : row.logits) l = logit(rng);
+  sampling::SamplingParams& p = row.params;
+  p.beam_candidates = std::vector<int32_t>{2, 6, 12}[i % 3];
+  p.beam_sample = true;
+  p.temperature = i % 2 == 0 ? 0.8f : 1.0f;
+  p.top_k = i % 4 == 3 ? 0 : 2100 + 150 * (i % 4);
+  p.top_p = i % 3 == 0 ? 1.0f : 0.85f;
+  p.min_p = i % 4 == 1 ? 0.02f : 0.0f;
+  if (i % 2 == 1) {
+    // Many scores tied across the k-th place: all stay.
+    for (int32_t id = 100; id < 2900; id += 3) row.logits[id] = -1.5f;
+  }
+  return row;
+}
+
+TEST(DeviceSamplerTest, WholeRowBeamSamplingGetsTheCpuCandidates) {
+  std::mt19937 rng(23);
+  std::vector<RowData> rows;
+  for (int i = 0; i < 8; ++i) rows.push_back(LargeVocabularyBeamRow(rng, i));
+  DeviceSampler sampler = MakeSampler(8, kLargeVocab);
+  const DeviceRun device = SampleOnDevice(sampler, rows);
+  const std::vector<sampling::SampleResult> cpu = SampleOnCpu(rows, kLargeVocab);
+  EXPECT_TRUE(device.host_rows.empty());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const sampling::SamplingParams& p = rows[r].params;
+    SCOPED_TRACE(::testing::Message() << "row " << r << " top_k " << p.top_k << " top_p "
+                                      << p.top_p << " min_p " << p.min_p);
+    ExpectSameBeamRow(device.results[r], cpu[r], p, 1e-5);
+  }
 }
 
 // Beam sampling rows get the CPU's candidates, scores and Gumbel keys.
@@ -291,13 +333,16 @@ TEST(DeviceSamplerTest, SameTokensAloneAndInABatch) {
 TEST(DeviceSamplerTest, LeavesRowsToTheHost) {
   std::mt19937 rng(5);
   std::vector<RowData> rows;
-  for (int i = 0; i < 11; ++i) rows.push_back(RandomRow(rng, 1));
+  for (int i = 0; i < 10; ++i) rows.push_back(RandomRow(rng, 1));
   for (RowData& row : rows) row.params.logprobs = 0;
-  // Beam sampling with top-p but no top-k: the warpers rank the whole row.
+  // Beam sampling with nothing left after the mask: the CPU's raw argmax.
   rows[1].params.beam_candidates = 2;
   rows[1].params.beam_sample = true;
   rows[1].params.top_k = 0;
   rows[1].params.top_p = 0.9f;
+  rows[1].logits.assign(kVocab, kNegInf);
+  rows[1].logits[7] = 1.0f;
+  rows[1].params.min_tokens = 10;
   // Top logprobs over a +inf, which the candidate order ties with FLT_MAX
   // (here at a lower id: the device's first would be 10, the CPU's 50).
   rows[2].params.logprobs = 1;
@@ -323,17 +368,13 @@ TEST(DeviceSamplerTest, LeavesRowsToTheHost) {
   rows[9].params.beam_candidates = 2;
   rows[9].params.beam_sample = true;
   rows[9].logits[50] = std::numeric_limits<float>::infinity();
-  // Beam sampling with top-k past the candidate kernel.
-  rows[10].params.beam_candidates = 2;
-  rows[10].params.beam_sample = true;
-  rows[10].params.top_k = cuda::kTopKMaxCandidates + 1;
-  DeviceSampler sampler = MakeSampler(11);
+  DeviceSampler sampler = MakeSampler(10);
   const DeviceRun device = SampleOnDevice(sampler, rows);
-  EXPECT_EQ(device.host_rows, (std::vector<int32_t>{1, 2, 3, 4, 5, 7, 9, 10}));
+  EXPECT_EQ(device.host_rows, (std::vector<int32_t>{1, 2, 3, 4, 5, 7, 9}));
   for (int r : {0, 6, 8}) EXPECT_GE(device.results[r].token, 0) << "row " << r;
   EXPECT_EQ(device.results[6].beam_candidates.size(), 4u);
   EXPECT_EQ(device.results[8].top_logprobs.size(), 3u);
-  for (int r : {1, 2, 3, 4, 5, 7, 9, 10}) {
+  for (int r : {1, 2, 3, 4, 5, 7, 9}) {
     EXPECT_EQ(device.results[r].token, -1) << "row " << r;
     EXPECT_TRUE(device.results[r].top_logprobs.empty()) << "row " << r;
   }
