@@ -159,8 +159,11 @@ absl::StatusOr<DeviceSampler> DeviceSampler::Create(int32_t max_rows, int32_t vo
                    alloc(rows * sizeof(cuda::BeamSampleRowParams), "sampler beam rows"));
   ASSIGN_OR_RETURN(s.verify_rows_,
                    alloc(rows * sizeof(cuda::VerifyDraftRowParams), "sampler draft rows"));
-  ASSIGN_OR_RETURN(s.support_tokens_, alloc(candidates * 4, "sampler draft supports"));
-  ASSIGN_OR_RETURN(s.support_probs_, alloc(candidates * 4, "sampler draft supports"));
+  // A row's support, deduplicated, holds at most the vocabulary (a draft
+  // sampled with top-k off spans all of it).
+  const int64_t supports = rows * vocab_size;
+  ASSIGN_OR_RETURN(s.support_tokens_, alloc(supports * 4, "sampler draft supports"));
+  ASSIGN_OR_RETURN(s.support_probs_, alloc(supports * 4, "sampler draft supports"));
   ASSIGN_OR_RETURN(s.accepted_, alloc(rows * 4, "sampler draft verdicts"));
   ASSIGN_OR_RETURN(s.top_tokens_, alloc(rows * sampling::kMaxLogprobs * 4, "sampler logprobs"));
   ASSIGN_OR_RETURN(s.top_raw_, alloc(rows * sampling::kMaxLogprobs * 4, "sampler logprobs"));
@@ -335,10 +338,12 @@ absl::Status DeviceSampler::PlanHostRows(std::span<const sampling::SamplingRow> 
     const size_t begin = support_tokens_host_.size();
     AppendSupport(rows[r], support_scratch_, &support_tokens_host_, &support_probs_host_);
     const size_t len = support_tokens_host_.size() - begin;
-    // Supports share one buffer of max_rows * kTopKMaxCandidates entries: a
-    // row past it is verified on the host.
+    // Supports share one buffer of max_rows * vocab_size entries, which
+    // supports within the vocabulary never overflow; a row past it (tokens
+    // outside the vocabulary, which the step plan refuses) is verified on
+    // the host.
     if (support_tokens_host_.size() >
-        static_cast<size_t>(max_rows_) * static_cast<size_t>(cuda::kTopKMaxCandidates)) {
+        static_cast<size_t>(max_rows_) * static_cast<size_t>(vocab_size_)) {
       support_tokens_host_.resize(begin);
       support_probs_host_.resize(begin);
       host_[r] = true;

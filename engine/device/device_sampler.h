@@ -43,8 +43,8 @@
 // Rows left to the host (results[i].token = -1, i listed in `host_rows`):
 // beam sampling over a raw +inf (which the candidate order clamps and the
 // CPU's warpers do not); beams wider than kTopKMaxCandidates; draft rows
-// whose draft supports overflow the call's max_rows * kTopKMaxCandidates
-// entries (a draft sampled over the whole vocabulary can); draft rows of
+// whose draft supports overflow the call's max_rows * vocab_size entries
+// (only supports holding tokens outside the vocabulary can); draft rows of
 // beam search (which the scheduler never makes); and rows the device could
 // not decide (no live logit after processing, where the CPU takes the raw
 // argmax; more than kTopKMaxCandidates logits tied into a top-k set; top
@@ -182,8 +182,8 @@ class DeviceSampler {
   cuda::DeviceBuffer keys_;           // [max_rows, vocab] f32 beam sampling's keys
   cuda::DeviceBuffer beam_sample_rows_;  // [max_rows] BeamSampleRowParams
   cuda::DeviceBuffer verify_rows_;    // [max_rows] VerifyDraftRowParams
-  cuda::DeviceBuffer support_tokens_;  // [max_rows * kTopKMaxCandidates] int32
-  cuda::DeviceBuffer support_probs_;   // [max_rows * kTopKMaxCandidates] f32
+  cuda::DeviceBuffer support_tokens_;  // [max_rows * vocab] int32
+  cuda::DeviceBuffer support_probs_;   // [max_rows * vocab] f32
   cuda::DeviceBuffer accepted_;        // [max_rows] int32 verdicts
   cuda::DeviceBuffer top_tokens_;      // [max_rows, width <= kMaxLogprobs] int32
   cuda::DeviceBuffer top_raw_;         // [max_rows, width] f32 raw logits

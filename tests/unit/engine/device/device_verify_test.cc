@@ -11,7 +11,9 @@
 // equal the CPU's, the logprob within 1e-6, top logprobs (every third row)
 // the CPU's; both verdicts and residual draws occur.
 // VerifiesWholeVocabularyRowsOnTheDevice: a row with no live logit after the
-// mask is listed for the host.
+// mask is listed for the host. WholeVocabularySupportsStayOnTheDevice:
+// drafts whose support is the whole vocabulary (3000 tokens, 4 rows) are
+// verified on the device, equal to the CPU.
 //
 // EmittedTokensFollowTheTarget(OverTheWholeVocabulary): 2500 trials at one
 // position (temperature, top-k, top-p over 20 tokens; or top-k off and
@@ -205,6 +207,40 @@ TEST(DeviceVerifyTest, VerifiesWholeVocabularyRowsOnTheDevice) {
     const SampleResult cpu = VerifyOnCpu(positions[i], kVocab);
     EXPECT_EQ(device.results[i].token, cpu.token) << i;
     EXPECT_EQ(device.results[i].draft_accepted, cpu.draft_accepted) << i;
+  }
+}
+
+// Drafts sampled with top-k off carry the whole vocabulary as support: every
+// row of a full call keeps its verification on the device, equal to the CPU.
+TEST(DeviceVerifyTest, WholeVocabularySupportsStayOnTheDevice) {
+  constexpr int32_t kLargeVocab = 3000;
+  constexpr int32_t kRows = 4;
+  std::mt19937 rng(12);
+  std::normal_distribution<float> logit(0.0f, 1.0f);
+  std::vector<Position> positions(kRows);
+  for (int32_t i = 0; i < kRows; ++i) {
+    Position& pos = positions[static_cast<size_t>(i)];
+    for (int32_t v = 0; v < kLargeVocab; ++v) pos.logits.push_back(logit(rng));
+    pos.params.temperature = 0.9f;
+    pos.params.top_k = i % 2 == 0 ? 0 : 50;  // VocabDraw's row, the candidate kernel's
+    pos.seed = rng();
+    pos.draft = 17 * (i + 1);
+    // q: a softmax of other logits over the whole vocabulary.
+    std::vector<float> q(kLargeVocab);
+    float sum = 0.0f;
+    for (float& x : q) sum += x = std::exp(logit(rng));
+    for (int32_t t = 0; t < kLargeVocab; ++t) {
+      pos.q.support_tokens.push_back(t);
+      pos.q.support_probs.push_back(q[static_cast<size_t>(t)] / sum);
+    }
+    pos.q.prob = pos.q.support_probs[static_cast<size_t>(pos.draft)];
+  }
+  const DeviceRun device = VerifyOnDevice(positions, kLargeVocab, kRows);
+  EXPECT_TRUE(device.host_rows.empty());
+  for (int32_t i = 0; i < kRows; ++i) {
+    const SampleResult cpu = VerifyOnCpu(positions[static_cast<size_t>(i)], kLargeVocab);
+    EXPECT_EQ(device.results[static_cast<size_t>(i)].token, cpu.token) << i;
+    EXPECT_EQ(device.results[static_cast<size_t>(i)].draft_accepted, cpu.draft_accepted) << i;
   }
 }
 
