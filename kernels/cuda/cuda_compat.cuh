@@ -11,7 +11,7 @@
 //
 // Provided under emulation: __global__ __device__ __host__ __forceinline__
 // __launch_bounds__(...) __align__(n) __constant__ __shared__
-// (__restrict__ is the host compiler's own); dim3, uint3, warpSize;
+// (__restrict__ is the host compiler's own); dim3, uint3, uint4, float4, warpSize;
 // threadIdx, blockIdx, blockDim, gridDim; __syncthreads, __syncwarp,
 // __shfl_sync, __shfl_up_sync, __shfl_down_sync, __shfl_xor_sync,
 // __ballot_sync, __any_sync, __all_sync, __activemask (device_intrinsics.h);
@@ -36,6 +36,9 @@
 //   name` pointing at the block's dynamic shared memory (smem_bytes of the
 //   launch, 16-byte aligned). Never `extern __shared__` directly. Under
 //   emulation it is filled with 0xFF bytes at the start of every block.
+// - TANDEM_UNROLL before a loop of constant trip count that indexes a
+//   register array: nvcc's `#pragma unroll` (a run-time index would move the
+//   array to local memory); nothing under emulation.
 // - Inline PTX, mma / wgmma, cp.async: only inside
 //   `#ifndef TANDEM_CUDA_EMULATION` blocks, with a plain fallback in the
 //   #else branch that the emulated tests run.
@@ -54,6 +57,8 @@
 #define TANDEM_DYNAMIC_SHARED(type, name)                                       \
   extern __shared__ __align__(16) unsigned char tandem_dynamic_shared_##name[]; \
   type* name = reinterpret_cast<type*>(tandem_dynamic_shared_##name)
+
+#define TANDEM_UNROLL _Pragma("unroll")
 
 #else  // TANDEM_CUDA_EMULATION
 
@@ -74,6 +79,7 @@
 #define __align__(n) __attribute__((aligned(n)))
 #define __constant__
 #define __shared__ static thread_local
+#define TANDEM_UNROLL
 
 #define TANDEM_LAUNCH(kernel, grid, block, smem_bytes, stream, ...)                  \
   ::tandem::cuda_emu::Launch(#kernel, kernel, dim3(grid), dim3(block), (smem_bytes), \

@@ -4,7 +4,17 @@
 // registers and multiply-adds it against every activation row, so each
 // weight byte is loaded once for all n rows. The lanes' partial sums meet in
 // a warp-shuffle reduction; no shared memory, no block barrier.
+//
+// 16-bit plain weights (BF16, F16) whose rows, and the activations, allow
+// 16-byte accesses take Gemv16Kernel instead: a lane loads 8 consecutive
+// elements as one 16-byte vector (a warp: 512 contiguous bytes per load),
+// kUnroll of them before the first is used, and their activations as two
+// float4 — an eighth of the scalar path's load instructions. A profile of
+// the scalar path on an H100 (README, GPU figures) read a bf16 8B model's
+// layers at 14% of the copy bandwidth for one sequence.
 #include "kernels/cuda/gemv.cuh"
+
+#include <cstdint>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -119,6 +129,93 @@ __global__ void GemvKernel(const uint8_t* __restrict__ w, int64_t rows, int64_t 
   }
 }
 
+// Gemv16Kernel's unit: 8 consecutive 16-bit elements, one 16-byte load.
+constexpr int kChunk = 8;
+constexpr int kUnroll = 4;  // independent 16-byte loads in flight per lane
+
+template <GgmlType kType>
+__device__ __forceinline__ float Half16ToFloat(unsigned int word, int half) {
+  const auto bits = static_cast<uint16_t>(half == 0 ? word & 0xffffu : word >> 16);
+  if constexpr (kType == GgmlType::kBF16) {
+    return Bf16BitsToFloat(bits);
+  } else {
+    static_assert(kType == GgmlType::kF16, "Half16ToFloat: BF16 or F16");
+    return HalfBitsToFloat(bits);
+  }
+}
+
+// acc[c] += Σ_i w[i] · x[c, 8·chunk + i] for the chunk's 8 elements, in
+// element order (little-endian: a word's low half is the earlier element).
+template <GgmlType kType>
+__device__ __forceinline__ void AccumulateChunk(uint4 packed, const float* __restrict__ x,
+                                                int64_t cols, int64_t chunk, int n,
+                                                float (&acc)[kMaxGemvBatch]) {
+  const unsigned int words[4] = {packed.x, packed.y, packed.z, packed.w};
+  float w[kChunk];
+  TANDEM_UNROLL
+  for (int i = 0; i < kChunk; ++i) w[i] = Half16ToFloat<kType>(words[i / 2], i % 2);
+  TANDEM_UNROLL
+  for (int c = 0; c < kMaxGemvBatch; ++c) {
+    if (c >= n) break;
+    const float4* xc = reinterpret_cast<const float4*>(x + c * cols + chunk * kChunk);
+    const float4 a = xc[0], b = xc[1];
+    const float xs[kChunk] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    TANDEM_UNROLL
+    for (int i = 0; i < kChunk; ++i) acc[c] = fmaf(w[i], xs[i], acc[c]);
+  }
+}
+
+// w rows of cols 16-bit elements (cols % 8 == 0), 16-byte aligned with
+// row_bytes % 16 == 0; x 16-byte aligned. Warp k of block b computes row
+// b · kRowsPerBlock + k; lane l takes chunks l, l + 32, ...
+template <GgmlType kType>
+__global__ void Gemv16Kernel(const uint8_t* __restrict__ w, int64_t rows, int64_t cols,
+                             int64_t row_bytes, const float* __restrict__ x, int n,
+                             float* __restrict__ y) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
+  if (r >= rows) return;  // the whole warp leaves together
+  const uint4* row = reinterpret_cast<const uint4*>(w + r * row_bytes);
+  const int64_t chunks = cols / kChunk;
+  float acc[kMaxGemvBatch] = {};
+  int64_t k = lane;
+  for (; k + (kUnroll - 1) * kWarpSize < chunks; k += kUnroll * kWarpSize) {
+    uint4 packed[kUnroll];
+    TANDEM_UNROLL
+    for (int u = 0; u < kUnroll; ++u) packed[u] = row[k + u * kWarpSize];
+    TANDEM_UNROLL
+    for (int u = 0; u < kUnroll; ++u) {
+      AccumulateChunk<kType>(packed[u], x, cols, k + u * kWarpSize, n, acc);
+    }
+  }
+  for (; k < chunks; k += kWarpSize) AccumulateChunk<kType>(row[k], x, cols, k, n, acc);
+  TANDEM_UNROLL
+  for (int c = 0; c < kMaxGemvBatch; ++c) {
+    if (c >= n) break;
+    const float sum = WarpSum(acc[c]);
+    if (lane == 0) y[c * rows + r] = sum;
+  }
+}
+
+// Whether Gemv16Kernel may read w and x: 16-bit weights, rows of whole
+// 16-byte chunks starting on 16-byte boundaries, activations likewise.
+bool Vectorizable(const kernels::WeightView& w, const float* x) {
+  const bool half16 = w.type == GgmlType::kBF16 || w.type == GgmlType::kF16;
+  return half16 && w.cols % kChunk == 0 && w.row_bytes % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(w.data) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+
+template <GgmlType kType>
+absl::Status Launch16(const kernels::WeightView& w, const float* x, int64_t n, float* y,
+                      cudaStream_t stream) {
+  const int64_t blocks = (w.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  TANDEM_LAUNCH(Gemv16Kernel<kType>, static_cast<unsigned>(blocks), kRowsPerBlock * kWarpSize, 0,
+                stream, static_cast<const uint8_t*>(w.data), w.rows, w.cols, w.row_bytes, x,
+                static_cast<int>(n), y);
+  return LaunchStatus("Gemv16Kernel");
+}
+
 template <GgmlType kType>
 absl::Status Launch(const kernels::WeightView& w, const float* x, int64_t n, float* y,
                     cudaStream_t stream) {
@@ -143,6 +240,10 @@ absl::Status Gemv(const kernels::WeightView& w, const float* x, int64_t n, float
         absl::StrFormat("Gemv: rows %d above the limit %d", w.rows, kMaxGridX * kRowsPerBlock));
   }
   if (n == 0 || w.rows == 0) return absl::OkStatus();
+  if (Vectorizable(w, x)) {
+    return w.type == GgmlType::kBF16 ? Launch16<GgmlType::kBF16>(w, x, n, y, stream)
+                                     : Launch16<GgmlType::kF16>(w, x, n, y, stream);
+  }
   switch (w.type) {
     case GgmlType::kQ8_0:
       return Launch<GgmlType::kQ8_0>(w, x, n, y, stream);

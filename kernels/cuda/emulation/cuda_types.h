@@ -1,4 +1,4 @@
-// The CUDA runtime's plain types under emulation: dim3/uint3, cudaError_t,
+// The CUDA runtime's plain types under emulation: dim3/uint3, uint4/float4, cudaError_t,
 // cudaMemcpyKind, stream, event and graph handles. Names, values and layouts follow
 // the real runtime headers so that one .cu source compiles both ways; only
 // what tandem's kernels and backend use is declared.
@@ -13,6 +13,15 @@
 
 struct uint3 {
   unsigned int x, y, z;
+};
+
+// CUDA's 16-byte vector types (vector_types.h): 16-byte aligned, so that a
+// load of one is a single 128-bit access on a GPU.
+struct alignas(16) uint4 {
+  unsigned int x, y, z, w;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
 };
 
 // As CUDA's dim3: unspecified extents are 1; converts from and to uint3.

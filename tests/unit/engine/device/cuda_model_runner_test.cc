@@ -119,10 +119,23 @@ TEST(CudaModelRunnerTest, StepsAllocateNoDeviceMemory) {
   EXPECT_EQ(cuda::DeviceAllocationCount(), before);
 }
 
+// The device's beam candidates are the CPU's: tokens in order, scores and
+// keys within 1e-5.
+void ExpectSameCandidates(const sampling::SampleResult& got, const sampling::SampleResult& cpu) {
+  ASSERT_EQ(got.beam_candidates.size(), cpu.beam_candidates.size());
+  for (size_t j = 0; j < cpu.beam_candidates.size(); ++j) {
+    const sampling::BeamToken& g = got.beam_candidates[j];
+    EXPECT_EQ(g.token, cpu.beam_candidates[j].token) << "candidate " << j;
+    EXPECT_NEAR(g.score, cpu.beam_candidates[j].score, 1e-5) << "candidate " << j;
+    EXPECT_NEAR(g.key, cpu.beam_candidates[j].key, 1e-5) << "candidate " << j;
+  }
+}
+
 // ForwardSample against Forward + the CPU Sampler on the same rows: 70
 // logits rows (two chunks of the device logits buffer), greedy and seeded
-// rows in both chunks and out of order, a beam row ranked on the device, and
-// a beam-sampling row left to the host with its logits copied.
+// rows in both chunks and out of order, a beam row and a beam-sampling row
+// ranked on the device, and a row with more min-tokens mask ids than the
+// device takes, left to the host with its logits copied.
 TEST(CudaModelRunnerTest, ForwardSampleEqualsTheCpuSampler) {
   // bf16 weights: the head needs no dequantization per call (the reference
   // is this runner's own Forward, so the precision does not matter here).
@@ -131,7 +144,7 @@ TEST(CudaModelRunnerTest, ForwardSampleEqualsTheCpuSampler) {
   const int32_t vocab = DeviceModel().config().vocab_size;
   const std::vector<Seq> step = {{Tokens(70, 12), 0, Blocks({0, 1, 2, 3, 4}), 70}};
   const std::vector<float> logits = Forward(*device, step);
-  sampling::SamplingParams greedy, sampled, beam, beam_sampled;
+  sampling::SamplingParams greedy, sampled, beam, beam_sampled, many_stops;
   greedy.temperature = 0.0f;
   sampled.temperature = 0.9f;
   sampled.top_p = 0.95f;
@@ -139,12 +152,17 @@ TEST(CudaModelRunnerTest, ForwardSampleEqualsTheCpuSampler) {
   beam.temperature = 0.0f;
   beam.beam_candidates = 8;
   beam.repetition_penalty = 1.2f;
-  beam_sampled.beam_candidates = 2;
+  beam_sampled.beam_candidates = 4;
   beam_sampled.beam_sample = true;
+  beam_sampled.temperature = 0.8f;
+  beam_sampled.top_k = 20;
+  many_stops.temperature = 0.7f;
+  many_stops.min_tokens = 50;
+  for (int32_t id = 0; id < 65; ++id) many_stops.stop_token_ids.push_back(id + 1);
   const std::vector<int32_t> history = Tokens(6, 13);
-  const std::vector<int64_t> logit_rows = {69, 3, 66, 0, 50, 40};
-  const sampling::SamplingParams* params[] = {&sampled, &greedy, &greedy,
-                                              &sampled, &beam,   &beam_sampled};
+  const std::vector<int64_t> logit_rows = {69, 3, 66, 0, 50, 41, 40};
+  const sampling::SamplingParams* params[] = {&sampled, &greedy,       &greedy,    &sampled,
+                                              &beam,    &beam_sampled, &many_stops};
   std::vector<sampling::SamplingRow> rows;
   for (size_t i = 0; i < logit_rows.size(); ++i) {
     rows.push_back({.logits = logits.data() + logit_rows[i] * vocab,
@@ -164,17 +182,18 @@ TEST(CudaModelRunnerTest, ForwardSampleEqualsTheCpuSampler) {
   ASSERT_TRUE(
       device->ForwardSample(batch, logit_rows, rows, got, host_logits.data(), &host_rows).ok());
   EXPECT_EQ(cuda::DeviceAllocationCount(), allocations);
-  EXPECT_EQ(host_rows, std::vector<int32_t>{5});
+  EXPECT_EQ(host_rows, std::vector<int32_t>{6});
   for (size_t i = 0; i + 1 < rows.size(); ++i) {
     EXPECT_EQ(got[i].token, cpu[i].token) << "row " << i;
     EXPECT_NEAR(got[i].logprob, cpu[i].logprob, 1e-5) << "row " << i;
   }
-  ASSERT_EQ(got[4].beam_candidates.size(), 8u);
-  for (size_t j = 0; j < 8; ++j) {
-    EXPECT_EQ(got[4].beam_candidates[j].token, cpu[4].beam_candidates[j].token) << j;
-    EXPECT_NEAR(got[4].beam_candidates[j].score, cpu[4].beam_candidates[j].score, 1e-5) << j;
+  for (size_t r : {4u, 5u}) {
+    SCOPED_TRACE(::testing::Message() << "row " << r);
+    ExpectSameCandidates(got[r], cpu[r]);
   }
-  EXPECT_EQ(got[5].token, -1);
+  EXPECT_EQ(got[4].beam_candidates.size(), 8u);
+  EXPECT_EQ(got[5].beam_candidates.size(), 4u);
+  EXPECT_EQ(got[6].token, -1);
   // The host row's logits were copied, and only they.
   EXPECT_TRUE(std::equal(logits.begin() + 40 * vocab, logits.begin() + 41 * vocab,
                          host_logits.begin() + 40 * vocab));

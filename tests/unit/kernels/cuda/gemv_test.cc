@@ -38,6 +38,7 @@ constexpr int64_t kGuard = 5;
 struct Case {
   GgmlType type;
   int64_t rows, cols, n;
+  bool packed = false;  // rows back to back (else padded past alignment)
 };
 
 // Σ_k |x_k w_k| in double: the scale of the rounding error of x · w.
@@ -53,7 +54,9 @@ double ExpectMatchesReference(const Case& c, unsigned seed) {
   SCOPED_TRACE(::testing::Message() << gguf::TypeName(c.type) << " rows " << c.rows << " cols "
                                     << c.cols << " n " << c.n);
   std::mt19937 rng(seed);
-  const int64_t row_bytes = PaddedRowBytes(c.type, c.cols);
+  const int64_t row_bytes = c.packed ? c.cols / kernels::WeightBlockElems(c.type) *
+                                           kernels::WeightBlockBytes(c.type)
+                                     : PaddedRowBytes(c.type, c.cols);
   const std::vector<uint8_t> w =
       kernels::testing::RandomWeights(rng, c.type, c.rows, c.cols, row_bytes);
   const std::vector<float> x = RandomFloats(rng, c.n * c.cols, -2, 2);
@@ -106,6 +109,11 @@ TEST_P(GemvSmolLmTest, MatchesReference) {
       max_rel = std::max(max_rel, ExpectMatchesReference(c, 1));
     }
   }
+  // BF16 as the device weights lay it out (the vectorized path).
+  for (const Case& c : {Case{GgmlType::kBF16, 192, 576, 5, true},
+                        Case{GgmlType::kBF16, 576, 1536, 3, true}}) {
+    max_rel = std::max(max_rel, ExpectMatchesReference(c, 1));
+  }
   testing::RecordMaxError("max_error_over_abs_sum", max_rel);
 }
 
@@ -119,6 +127,21 @@ TEST_P(GemvTest, OddShapesAndEveryBatchSize) {
   }
   for (GgmlType type : {GgmlType::kBF16, GgmlType::kF16, GgmlType::kF32}) {
     for (int64_t cols : {1, 7, 77, 260}) ExpectMatchesReference({type, 5, cols, 3}, 5);
+  }
+}
+
+// 16-bit rows packed back to back, 16-byte aligned with whole 8-element
+// chunks: the vectorized path, with rows shorter than a warp's chunks, an
+// unrolled body and a tail, and every batch size; 100 columns (rows not
+// 16-byte multiples) take the scalar path.
+TEST_P(GemvTest, PackedSixteenBitRows) {
+  for (GgmlType type : {GgmlType::kBF16, GgmlType::kF16}) {
+    for (int64_t n = 1; n <= kMaxGemvBatch; ++n) {
+      ExpectMatchesReference({type, 13, 96, n, /*packed=*/true}, 6);
+    }
+    ExpectMatchesReference({type, 5, 8 * 32 * 4 * 2 + 8 * 40, 3, true}, 7);
+    ExpectMatchesReference({type, 7, 1536, 2, true}, 8);
+    ExpectMatchesReference({type, 6, 100, 2, true}, 9);
   }
 }
 
