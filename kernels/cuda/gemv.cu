@@ -95,6 +95,17 @@ __device__ __forceinline__ float WarpSum(float v) {
   return v;
 }
 
+// y[c, r] = the warp's sum of acc[c], for c < n (lane 0 writes).
+__device__ __forceinline__ void WriteSums(const float (&acc)[kMaxGemvBatch], int n, int lane,
+                                          int64_t rows, int64_t r, float* __restrict__ y) {
+  TANDEM_UNROLL
+  for (int c = 0; c < kMaxGemvBatch; ++c) {
+    if (c >= n) break;
+    const float sum = WarpSum(acc[c]);
+    if (lane == 0) y[c * rows + r] = sum;
+  }
+}
+
 // w: [rows, row_bytes apart]; x: [n, cols]; y: [n, rows]; n <= kMaxGemvBatch.
 // blockDim.x = kRowsPerBlock · 32; warp k of block b computes row
 // b · kRowsPerBlock + k.
@@ -122,11 +133,7 @@ __global__ void GemvKernel(const uint8_t* __restrict__ w, int64_t rows, int64_t 
       }
     }
   }
-  for (int c = 0; c < kMaxGemvBatch; ++c) {
-    if (c >= n) break;
-    const float sum = WarpSum(acc[c]);
-    if (lane == 0) y[c * rows + r] = sum;
-  }
+  WriteSums(acc, n, lane, rows, r, y);
 }
 
 // Gemv16Kernel's unit: 8 consecutive 16-bit elements, one 16-byte load.
@@ -189,12 +196,7 @@ __global__ void Gemv16Kernel(const uint8_t* __restrict__ w, int64_t rows, int64_
     }
   }
   for (; k < chunks; k += kWarpSize) AccumulateChunk<kType>(row[k], x, cols, k, n, acc);
-  TANDEM_UNROLL
-  for (int c = 0; c < kMaxGemvBatch; ++c) {
-    if (c >= n) break;
-    const float sum = WarpSum(acc[c]);
-    if (lane == 0) y[c * rows + r] = sum;
-  }
+  WriteSums(acc, n, lane, rows, r, y);
 }
 
 // Whether Gemv16Kernel may read w and x: 16-bit weights, rows of whole
@@ -206,24 +208,29 @@ bool Vectorizable(const kernels::WeightView& w, const float* x) {
          reinterpret_cast<uintptr_t>(x) % 16 == 0;
 }
 
-template <GgmlType kType>
-absl::Status Launch16(const kernels::WeightView& w, const float* x, int64_t n, float* y,
-                      cudaStream_t stream) {
+using GemvKernelFn = void (*)(const uint8_t*, int64_t, int64_t, int64_t, const float*, int,
+                             float*);
+
+// One warp per row of w, kRowsPerBlock rows per block.
+absl::Status LaunchRows(GemvKernelFn kernel, const char* name, const kernels::WeightView& w,
+                        const float* x, int64_t n, float* y, cudaStream_t stream) {
   const int64_t blocks = (w.rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  TANDEM_LAUNCH(Gemv16Kernel<kType>, static_cast<unsigned>(blocks), kRowsPerBlock * kWarpSize, 0,
-                stream, static_cast<const uint8_t*>(w.data), w.rows, w.cols, w.row_bytes, x,
+  TANDEM_LAUNCH(kernel, static_cast<unsigned>(blocks), kRowsPerBlock * kWarpSize, 0, stream,
+                static_cast<const uint8_t*>(w.data), w.rows, w.cols, w.row_bytes, x,
                 static_cast<int>(n), y);
-  return LaunchStatus("Gemv16Kernel");
+  return LaunchStatus(name);
 }
 
 template <GgmlType kType>
 absl::Status Launch(const kernels::WeightView& w, const float* x, int64_t n, float* y,
                     cudaStream_t stream) {
-  const int64_t blocks = (w.rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  TANDEM_LAUNCH(GemvKernel<kType>, static_cast<unsigned>(blocks), kRowsPerBlock * kWarpSize, 0,
-                stream, static_cast<const uint8_t*>(w.data), w.rows, w.cols, w.row_bytes, x,
-                static_cast<int>(n), y);
-  return LaunchStatus("GemvKernel");
+  return LaunchRows(GemvKernel<kType>, "GemvKernel", w, x, n, y, stream);
+}
+
+template <GgmlType kType>
+absl::Status Launch16(const kernels::WeightView& w, const float* x, int64_t n, float* y,
+                      cudaStream_t stream) {
+  return LaunchRows(Gemv16Kernel<kType>, "Gemv16Kernel", w, x, n, y, stream);
 }
 
 }  // namespace
