@@ -58,18 +58,49 @@ __device__ void KeyKeptList(const BeamSampleKeysParams& p, const BeamSampleRowPa
   }
 }
 
+// The lowest token above `after` whose live score equals `value` (INT_MAX:
+// none). Block-wide.
+__device__ int32_t LowestTokenAt(const vocab::Row& r, float value, int32_t after,
+                                 const vocab::Scratch& s) {
+  int32_t token = INT_MAX;
+  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
+    const float x = r.logits[i];
+    if (i > after && vocab::Live(r, x) && x == value && i < token) token = i;
+  }
+  return BlockAllReduce(token, MinOp(), s.counts);
+}
+
+// The bound keeping the row's first two live candidates in the CPU's order
+// (score descending, token ascending) — not the weights' order, in which
+// distinct scores whose weights round alike (or underflow to 0) tie.
+// Block-wide; the row has at least two live candidates.
+__device__ KeptBound FirstTwoByScore(const vocab::Row& r, const vocab::Scratch& s) {
+  const float best = r.max_logit;
+  const int32_t first = LowestTokenAt(r, best, -1, s);
+  const int32_t tied = LowestTokenAt(r, best, first, s);
+  if (tied != INT_MAX) return {best, tied};
+  uint32_t next = 0;  // OrderedKey of the largest live score below the best
+  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
+    const float x = r.logits[i];
+    if (vocab::Live(r, x) && x < best && OrderedKey(x) > next) next = OrderedKey(x);
+  }
+  const float second = KeyToFloat(BlockAllReduce(next, MaxOp(), s.bits));
+  return {second, LowestTokenAt(r, second, -1, s)};
+}
+
 __device__ void KeyWholeRow(const BeamSampleKeysParams& p, const BeamSampleRowParams& row,
                             const float* scores, float* keys, const vocab::Scratch& s) {
   int32_t num_live = 0;
   const vocab::Row r = vocab::CandidateRow(scores, p.vocab_size, row.top_k, &num_live, s);
-  vocab::Filter f = vocab::TopPMinPFilter(r, row.top_p, row.min_p, s);
-  if (num_live >= kernels::kBeamMinTokensToKeep &&
-      vocab::CountKept(r, f, s) < kernels::kBeamMinTokensToKeep) {
-    f = vocab::FirstTwo(r, s);
-  }
+  const vocab::Filter f = vocab::TopPMinPFilter(r, row.top_p, row.min_p, s);
+  // The warpers keep at least two: then exactly the first two.
+  const bool first_two = num_live >= kernels::kBeamMinTokensToKeep &&
+                         vocab::CountKept(r, f, s) < kernels::kBeamMinTokensToKeep;
+  const KeptBound two = first_two ? FirstTwoByScore(r, s) : KeptBound{-INFINITY, INT_MAX};
   for (int32_t i = threadIdx.x; i < p.vocab_size; i += blockDim.x) {
     const float x = scores[i];
-    const bool kept = vocab::Live(r, x) && vocab::Kept(f, vocab::WeightBits(r, x), i);
+    const bool kept = vocab::Live(r, x) && (first_two ? Kept(x, i, two)
+                                                      : vocab::Kept(f, vocab::WeightBits(r, x), i));
     keys[i] = kept ? Key(row, x, i) : -INFINITY;
   }
 }

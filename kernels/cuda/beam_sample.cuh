@@ -11,10 +11,13 @@
 //      (finite scores, >= the k-th largest under top-k, ties kept) cut by
 //      top-p and min-p as VocabDraw cuts them (vocab_candidates.cuh: the
 //      first candidate, weight descending then token ascending, at which
-//      the running mass reaches top_p * Σ, then weights >= min_p), at least
-//      the first two kept. Those sums run in tree order, not the CPU's
-//      (whose tail walk is mathematically the same cut), so the kept set can
-//      differ only where top_p * Σ falls within rounding of a boundary.
+//      the running mass reaches top_p * Σ, then weights >= min_p); when
+//      that keeps fewer than two, the first two by score, as the CPU. Those
+//      sums run in tree order, not the CPU's (whose tail walk is
+//      mathematically the same cut), and order equal weights by token where
+//      the CPU orders by score, so the kept set can differ only where top_p
+//      * Σ falls within rounding of a boundary or the cut falls among
+//      distinct scores whose weights round to the same float.
 //   2. TopKTopP over the keys (k = the row's beam_candidates, top-p off): the
 //      best keys, ties by lower id, as the CPU's selection.
 //   3. GatherBeamSamples: the first beam_candidates of those with their

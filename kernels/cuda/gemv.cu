@@ -137,6 +137,9 @@ __global__ void GemvKernel(const uint8_t* __restrict__ w, int64_t rows, int64_t 
 }
 
 // Gemv16Kernel's unit: 8 consecutive 16-bit elements, one 16-byte load.
+// Lane l takes chunks l, l + 32, ... and adds their elements in order, as
+// GemvKernel's lane l takes parts 4·g + l % 4 of groups g = l / 4, l / 4 + 8,
+// ...: the same elements in the same order, so both give the same bits.
 constexpr int kChunk = 8;
 constexpr int kUnroll = 4;  // independent 16-byte loads in flight per lane
 
@@ -199,15 +202,6 @@ __global__ void Gemv16Kernel(const uint8_t* __restrict__ w, int64_t rows, int64_
   WriteSums(acc, n, lane, rows, r, y);
 }
 
-// Whether Gemv16Kernel may read w and x: 16-bit weights, rows of whole
-// 16-byte chunks starting on 16-byte boundaries, activations likewise.
-bool Vectorizable(const kernels::WeightView& w, const float* x) {
-  const bool half16 = w.type == GgmlType::kBF16 || w.type == GgmlType::kF16;
-  return half16 && w.cols % kChunk == 0 && w.row_bytes % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(w.data) % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(x) % 16 == 0;
-}
-
 using GemvKernelFn = void (*)(const uint8_t*, int64_t, int64_t, int64_t, const float*, int,
                              float*);
 
@@ -235,6 +229,13 @@ absl::Status Launch16(const kernels::WeightView& w, const float* x, int64_t n, f
 
 }  // namespace
 
+bool GemvVectorizes(const kernels::WeightView& w, const float* x) {
+  const bool half16 = w.type == GgmlType::kBF16 || w.type == GgmlType::kF16;
+  return half16 && w.cols % kChunk == 0 && w.row_bytes % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(w.data) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+
 absl::Status Gemv(const kernels::WeightView& w, const float* x, int64_t n, float* y,
                   cudaStream_t stream) {
   RETURN_IF_ERROR(CheckDeviceWeight(w, "Gemv"));
@@ -247,7 +248,7 @@ absl::Status Gemv(const kernels::WeightView& w, const float* x, int64_t n, float
         absl::StrFormat("Gemv: rows %d above the limit %d", w.rows, kMaxGridX * kRowsPerBlock));
   }
   if (n == 0 || w.rows == 0) return absl::OkStatus();
-  if (Vectorizable(w, x)) {
+  if (GemvVectorizes(w, x)) {
     return w.type == GgmlType::kBF16 ? Launch16<GgmlType::kBF16>(w, x, n, y, stream)
                                      : Launch16<GgmlType::kF16>(w, x, n, y, stream);
   }

@@ -32,6 +32,11 @@ inline constexpr int64_t kMaxGemvBatch = 8;
 absl::Status Gemv(const kernels::WeightView& w, const float* x, int64_t n, float* y,
                   cudaStream_t stream);
 
+// Whether Gemv reads w and x with 16-byte vector loads: BF16 / F16 rows of
+// whole 8-element chunks, rows and x on 16-byte boundaries (as the device
+// weights are laid out); else element by element. Both give the same bits.
+bool GemvVectorizes(const kernels::WeightView& w, const float* x);
+
 }  // namespace tandem::cuda
 
 #endif  // TANDEM_KERNELS_CUDA_GEMV_CUH_

@@ -158,29 +158,6 @@ __device__ __forceinline__ int32_t CountKept(const Row& r, const Filter& f, cons
   return BlockAllReduce(count, SumOp(), s.counts);
 }
 
-// The filter keeping the first two candidates in the canonical order (all of
-// them when there are fewer). The heaviest weight is 1 (the largest logit's).
-__device__ __forceinline__ Filter FirstTwo(const Row& r, const Scratch& s) {
-  const Filter all;
-  if (CountTies(r, all, kOneBits, r.vocab_size - 1, s) >= 2) {
-    return {kOneBits, NthTie(r, all, kOneBits, 2, s), 0};
-  }
-  uint32_t next = 0;  // the heaviest weight below 1
-  bool any = false;
-  for (int32_t i = threadIdx.x; i < r.vocab_size; i += blockDim.x) {
-    const float l = r.logits[i];
-    if (!Live(r, l)) continue;
-    const uint32_t wb = WeightBits(r, l);
-    if (wb < kOneBits) {
-      any = true;
-      next = wb > next ? wb : next;
-    }
-  }
-  if (BlockAllReduce(static_cast<int32_t>(any), MaxOp(), s.counts) == 0) return all;
-  next = BlockAllReduce(next, MaxOp(), s.bits);
-  return {next, NthTie(r, all, next, 1, s), 0};
-}
-
 // The lightest positive and the heaviest weight bits among the kept
 // candidates (UINT_MAX / 0 when there are none).
 __device__ __forceinline__ void KeptWeightRange(const Row& r, const Filter& f, const Scratch& s,

@@ -16,6 +16,7 @@
 // allocates no device memory; bad sizes are refused.
 #include "engine/device/device_sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -233,12 +234,13 @@ RowData BeamSamplingRow(std::mt19937& rng, int i) {
   sampling::SamplingParams& p = row.params;
   if (i % 12 == 11) {
     p.beam_candidates = 4;  // a plain beam row: key = score
-  } else if (i % 6 != 5) {
+  } else if (i % 7 != 6) {
     p.beam_candidates = std::vector<int32_t>{2, 4, 8, 3, 16}[i % 5];
     p.beam_sample = true;
     p.temperature = std::vector<float>{0.5f, 1.0f, 1.7f}[i % 3];
     // top_k 0 and 2049 (past the candidate kernel) take the whole row.
     p.top_k = std::vector<int32_t>{0, 1, 7, 50, 300, 2049}[i % 6];
+    if (i % 9 == 4) p.top_k = 0;
     p.top_p = i % 2 == 0 ? 0.7f : 1.0f;
     p.min_p = i % 4 == 1 ? 0.1f : 0.0f;
   }
@@ -276,6 +278,49 @@ RowData LargeVocabularyBeamRow(std::mt19937& rng, int i) {
     for (int32_t id = 100; id < 2900; id += 3) row.logits[id] = -1.5f;
   }
   return row;
+}
+
+// Whole-row beam sampling whose top-p cut keeps one token: the first two by
+// score stay, as on the CPU — also when every other weight underflows to 0
+// (the runner-up at a high id, far below the best but far above the rest)
+// and when the best score is tied.
+TEST(DeviceSamplerTest, WholeRowBeamSamplingKeepsTheFirstTwoByScore) {
+  std::mt19937 rng(29);
+  std::vector<RowData> rows;
+  for (int i = 0; i < 4; ++i) {
+    RowData row = RandomRow(rng, 1);
+    sampling::SamplingParams& p = row.params;
+    p = sampling::SamplingParams{};
+    p.beam_candidates = 2;
+    p.beam_sample = true;
+    p.top_k = 0;
+    p.top_p = 0.3f;
+    for (int32_t v = 0; v < kVocab; ++v) row.logits[v] = -300.0f + 0.01f * static_cast<float>(v);
+    row.logits[100] = 0.0f;
+    if (i < 2) {
+      row.logits[250 + i] = -150.0f;  // weight e^-150: 0 in float
+    } else {
+      for (int32_t id : {240, 12, 100}) row.logits[id] = 0.0f;  // tied best
+      p.temperature = i == 3 ? 0.5f : 1.0f;
+    }
+    rows.push_back(std::move(row));
+  }
+  DeviceSampler sampler = MakeSampler(4);
+  const DeviceRun device = SampleOnDevice(sampler, rows);
+  const std::vector<sampling::SampleResult> cpu = SampleOnCpu(rows);
+  EXPECT_TRUE(device.host_rows.empty());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    SCOPED_TRACE(::testing::Message() << "row " << r);
+    ExpectSameBeamRow(device.results[r], cpu[r], rows[r].params, 1e-5);
+    ASSERT_EQ(cpu[r].beam_candidates.size(), 2u);
+  }
+  // The kept pairs: the best and the runner-up, or the two lowest tied ids.
+  for (size_t r : {0u, 1u}) {
+    std::vector<int32_t> kept = {cpu[r].beam_candidates[0].token,
+                                 cpu[r].beam_candidates[1].token};
+    std::sort(kept.begin(), kept.end());
+    EXPECT_EQ(kept, (std::vector<int32_t>{100, static_cast<int32_t>(250 + r)})) << r;
+  }
 }
 
 TEST(DeviceSamplerTest, WholeRowBeamSamplingGetsTheCpuCandidates) {

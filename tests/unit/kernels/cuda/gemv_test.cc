@@ -145,6 +145,37 @@ TEST_P(GemvTest, PackedSixteenBitRows) {
   }
 }
 
+// The vectorized path gives the scalar path's bits: the same weights packed
+// (16-byte loads) and padded past alignment (element by element).
+TEST_P(GemvTest, VectorLoadsGiveTheScalarBits) {
+  constexpr int64_t kRows = 7, kCols = 8 * 32 * 5 + 24, kN = 3;
+  for (GgmlType type : {GgmlType::kBF16, GgmlType::kF16}) {
+    SCOPED_TRACE(gguf::TypeName(type));
+    std::mt19937 rng(10);
+    const int64_t packed_bytes = kCols * 2, padded_bytes = PaddedRowBytes(type, kCols);
+    const std::vector<uint8_t> packed =
+        kernels::testing::RandomWeights(rng, type, kRows, kCols, packed_bytes);
+    std::vector<uint8_t> padded(static_cast<size_t>(kRows * padded_bytes), 0);
+    for (int64_t r = 0; r < kRows; ++r) {
+      std::copy_n(packed.begin() + r * packed_bytes, packed_bytes,
+                  padded.begin() + r * padded_bytes);
+    }
+    DeviceBuffer<uint8_t> d_packed(packed), d_padded(padded);
+    DeviceBuffer<float> x(RandomFloats(rng, kN * kCols, -2, 2));
+    DeviceBuffer<float> y_vector(kN * kRows), y_scalar(kN * kRows);
+    const kernels::WeightView vector_view{type, d_packed.get(), kRows, kCols, packed_bytes};
+    const kernels::WeightView scalar_view{type, d_padded.get(), kRows, kCols, padded_bytes};
+    ASSERT_TRUE(GemvVectorizes(vector_view, x.get()));
+    ASSERT_FALSE(GemvVectorizes(scalar_view, x.get()));
+    ASSERT_TRUE(Gemv(vector_view, x.get(), kN, y_vector.get(), nullptr).ok());
+    ASSERT_TRUE(Gemv(scalar_view, x.get(), kN, y_scalar.get(), nullptr).ok());
+    const std::vector<float> a = y_vector.Download(), b = y_scalar.Download();
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << "y " << i;
+    }
+  }
+}
+
 TEST_P(GemvTest, RejectsBadArguments) {
   DeviceBuffer<uint8_t> w(4096);
   DeviceBuffer<float> x(1024), y(1024);
