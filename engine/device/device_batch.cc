@@ -6,14 +6,6 @@
 #include "common/status_macros.h"
 
 namespace tandem::device {
-namespace {
-template <typename T>
-absl::Status UploadVector(cuda::DeviceBuffer& buffer, const std::vector<T>& v,
-                          cudaStream_t stream) {
-  return buffer.Upload(v.data(), static_cast<int64_t>(v.size() * sizeof(T)), 0, stream);
-}
-}  // namespace
-
 absl::StatusOr<DeviceBatch> DeviceBatch::Create(int32_t max_tokens, int32_t max_blocks_per_seq,
                                                 int32_t block_size) {
   DeviceBatch b;
@@ -83,12 +75,12 @@ absl::Status DeviceBatch::Upload(std::span<const model::ForwardSequence> batch,
     }
   }
   max_context_len_ = std::max(max_context_len_, padded_context);
-  RETURN_IF_ERROR(UploadVector(token_ids_, h_token_ids_, stream));
-  RETURN_IF_ERROR(UploadVector(positions_, h_positions_, stream));
-  RETURN_IF_ERROR(UploadVector(slots_, h_slots_, stream));
-  RETURN_IF_ERROR(UploadVector(seqs_, h_seqs_, stream));
-  RETURN_IF_ERROR(UploadVector(tables_, h_tables_, stream));
-  return UploadVector(context_lens_, h_context_lens_, stream);
+  RETURN_IF_ERROR(token_ids_.UploadAll(h_token_ids_, stream));
+  RETURN_IF_ERROR(positions_.UploadAll(h_positions_, stream));
+  RETURN_IF_ERROR(slots_.UploadAll(h_slots_, stream));
+  RETURN_IF_ERROR(seqs_.UploadAll(h_seqs_, stream));
+  RETURN_IF_ERROR(tables_.UploadAll(h_tables_, stream));
+  return context_lens_.UploadAll(h_context_lens_, stream);
 }
 
 }  // namespace tandem::device

@@ -81,13 +81,6 @@ void AppendSupport(const sampling::SamplingRow& row,
 }
 
 template <typename T>
-absl::Status UploadAll(cuda::DeviceBuffer& buffer, const std::vector<T>& host,
-                       cudaStream_t stream) {
-  if (host.empty()) return absl::OkStatus();
-  return buffer.Upload(host.data(), static_cast<int64_t>(host.size() * sizeof(T)), 0, stream);
-}
-
-template <typename T>
 absl::Status Download(const cuda::DeviceBuffer& buffer, std::vector<T>* host, size_t n,
                       cudaStream_t stream) {
   host->resize(n);
@@ -213,10 +206,10 @@ absl::Status DeviceSampler::Process(std::span<const sampling::SamplingRow> rows,
     lp.repetition_penalty = p.repetition_penalty;
     lp.frequency_penalty = p.frequency_penalty;
     lp.presence_penalty = p.presence_penalty;
-    // Beams rank processed log-probabilities at temperature 1; beam
-    // sampling's warpers start with the temperature.
-    lp.temperature = Beam(p) ? (p.beam_sample ? p.temperature : 1.0f)
-                             : (Greedy(p) ? 1.0f : p.temperature);
+    // Greedy rows and beams rank at temperature 1; beam sampling's warpers
+    // start with the temperature.
+    const bool unscaled = Beam(p) ? !p.beam_sample : Greedy(p);
+    lp.temperature = unscaled ? 1.0f : p.temperature;
     lp.prompt_begin = static_cast<int32_t>(ids.size());
     lp.prompt_len = static_cast<int32_t>(row.prompt_tokens.size());
     ids.insert(ids.end(), row.prompt_tokens.begin(), row.prompt_tokens.end());
@@ -232,15 +225,15 @@ absl::Status DeviceSampler::Process(std::span<const sampling::SamplingRow> rows,
   }
   // A beam row's penalties and mask apply to its log_softmax (the mask
   // commutes with the penalties: -inf stays -inf).
-  RETURN_IF_ERROR(UploadAll(beam_rows_, beam_rows, stream));
+  RETURN_IF_ERROR(beam_rows_.UploadAll(beam_rows, stream));
   RETURN_IF_ERROR(cuda::LogSoftmaxRows(
       processed_.as<float>(), normalizers_.as<cuda::LogSoftmaxNormalizerResult>(),
       beam_rows_.as<int32_t>(), static_cast<int32_t>(beam_rows.size()), vocab_size_, stream));
-  RETURN_IF_ERROR(UploadAll(mask_, mask, stream));
+  RETURN_IF_ERROR(mask_.UploadAll(mask, stream));
   RETURN_IF_ERROR(cuda::MaskLogits(processed_.as<float>(), mask_.as<int64_t>(),
                                    static_cast<int32_t>(mask.size()), stream));
-  RETURN_IF_ERROR(UploadAll(token_ids_, ids, stream));
-  RETURN_IF_ERROR(UploadAll(logit_rows_, params, stream));
+  RETURN_IF_ERROR(token_ids_.UploadAll(ids, stream));
+  RETURN_IF_ERROR(logit_rows_.UploadAll(params, stream));
   return cuda::ApplyPenaltiesAndTemperature(
       {processed_.as<float>(), logit_rows_.as<cuda::LogitsRowParams>(), token_ids_.as<int32_t>(),
        workspace_.as<int32_t>(), n, vocab_size_},
@@ -280,7 +273,7 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
       any_vocab_ = true;
     }
   }
-  RETURN_IF_ERROR(UploadAll(draw_rows_, draw, stream));
+  RETURN_IF_ERROR(draw_rows_.UploadAll(draw, stream));
   RETURN_IF_ERROR(KeepCandidates(processed_.as<float>(), top_k, stream));
   return cuda::DrawTokens(
       {kept_tokens_.as<int32_t>(), kept_weights_.as<float>(),
@@ -292,7 +285,7 @@ absl::Status DeviceSampler::Draw(std::span<const sampling::SamplingRow> rows,
 absl::Status DeviceSampler::KeepCandidates(const float* logits,
                                            const std::vector<cuda::TopKRowParams>& rows,
                                            cudaStream_t stream) {
-  RETURN_IF_ERROR(UploadAll(top_k_rows_, rows, stream));
+  RETURN_IF_ERROR(top_k_rows_.UploadAll(rows, stream));
   return cuda::TopKTopP({logits, top_k_rows_.as<cuda::TopKRowParams>(), kept_tokens_.as<int32_t>(),
                          kept_weights_.as<float>(), kept_results_.as<cuda::TopKRowResult>(),
                          static_cast<int32_t>(rows.size()), vocab_size_},
@@ -301,7 +294,7 @@ absl::Status DeviceSampler::KeepCandidates(const float* logits,
 
 absl::Status DeviceSampler::DrawWholeVocabularyRows(int32_t num_rows, cudaStream_t stream) {
   if (!any_vocab_) return absl::OkStatus();
-  RETURN_IF_ERROR(UploadAll(vocab_rows_, vocab_host_, stream));
+  RETURN_IF_ERROR(vocab_rows_.UploadAll(vocab_host_, stream));
   cuda::VocabDrawParams params{processed_.as<float>(), vocab_rows_.as<cuda::VocabDrawRowParams>(),
                                tokens_.as<int32_t>(), num_rows, vocab_size_};
   if (any_sampled_draft_) {  // VerifySampledDrafts uploaded the drafts
@@ -365,9 +358,9 @@ absl::Status DeviceSampler::PlanHostRows(std::span<const sampling::SamplingRow> 
 
 absl::Status DeviceSampler::VerifySampledDrafts(int32_t num_rows, cudaStream_t stream) {
   if (!any_sampled_draft_) return absl::OkStatus();
-  RETURN_IF_ERROR(UploadAll(verify_rows_, verify_host_, stream));
-  RETURN_IF_ERROR(UploadAll(support_tokens_, support_tokens_host_, stream));
-  RETURN_IF_ERROR(UploadAll(support_probs_, support_probs_host_, stream));
+  RETURN_IF_ERROR(verify_rows_.UploadAll(verify_host_, stream));
+  RETURN_IF_ERROR(support_tokens_.UploadAll(support_tokens_host_, stream));
+  RETURN_IF_ERROR(support_probs_.UploadAll(support_probs_host_, stream));
   return cuda::VerifyDrafts(
       {kept_tokens_.as<int32_t>(), kept_weights_.as<float>(),
        kept_results_.as<cuda::TopKRowResult>(), verify_rows_.as<cuda::VerifyDraftRowParams>(),

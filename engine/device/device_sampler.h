@@ -59,9 +59,9 @@
 // top_k.cuh and vocab_draw.cuh; a beam row's log_softmax subtracts the same
 // double normalizer, whose sum runs in tree order; beam sampling's Gumbel
 // log and whole-row top-p, see beam_sampling.h and beam_sample.cuh); one
-// difference by design: a greedy row whose
-// largest logits are +inf and FLT_MAX ties them (+inf is clamped, as
-// the CPU's candidate list does), where the CPU's argmax prefers +inf.
+// difference by design: a greedy row whose largest logits are +inf and
+// FLT_MAX ties them (+inf is clamped, as the CPU's candidate list does),
+// where the CPU's argmax prefers +inf.
 //
 // Memory: every buffer at Create, for `max_rows` rows and `max_tokens`
 // history tokens (prompt + output, summed over a call's rows); Sample

@@ -41,10 +41,7 @@ absl::Status DeviceSampler::GatherBeamCandidates(int32_t num_rows, int32_t width
 absl::Status DeviceSampler::SampleBeams(cudaStream_t stream) {
   if (beam_sample_host_.empty()) return absl::OkStatus();
   const int32_t m = static_cast<int32_t>(beam_sample_host_.size());
-  RETURN_IF_ERROR(beam_sample_rows_.Upload(
-      beam_sample_host_.data(),
-      static_cast<int64_t>(beam_sample_host_.size() * sizeof(cuda::BeamSampleRowParams)), 0,
-      stream));
+  RETURN_IF_ERROR(beam_sample_rows_.UploadAll(beam_sample_host_, stream));
   const auto* rows = beam_sample_rows_.as<cuda::BeamSampleRowParams>();
   RETURN_IF_ERROR(cuda::BeamSampleKeys(
       {processed_.as<float>(), rows, kept_tokens_.as<int32_t>(), kept_weights_.as<float>(),

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -56,6 +57,11 @@ class DeviceBuffer {
   // (synchronous with respect to the host; on `stream`). INVALID_ARGUMENT
   // when the range is outside the buffer; INTERNAL when the copy fails.
   absl::Status Upload(const void* host, int64_t bytes, int64_t offset, cudaStream_t stream);
+  // All of `host` to the start of this buffer, as Upload.
+  template <typename T>
+  absl::Status UploadAll(const std::vector<T>& host, cudaStream_t stream) {
+    return Upload(host.data(), static_cast<int64_t>(host.size() * sizeof(T)), 0, stream);
+  }
 
  private:
   DeviceBuffer(void* data, int64_t bytes) : data_(data), bytes_(bytes) {}

@@ -215,16 +215,16 @@ absl::Status LaunchRows(GemvKernelFn kernel, const char* name, const kernels::We
   return LaunchStatus(name);
 }
 
+// 16-bit rows that allow it take Gemv16Kernel, the rest GemvKernel.
 template <GgmlType kType>
 absl::Status Launch(const kernels::WeightView& w, const float* x, int64_t n, float* y,
                     cudaStream_t stream) {
+  if constexpr (kType == GgmlType::kBF16 || kType == GgmlType::kF16) {
+    if (GemvVectorizes(w, x)) {
+      return LaunchRows(Gemv16Kernel<kType>, "Gemv16Kernel", w, x, n, y, stream);
+    }
+  }
   return LaunchRows(GemvKernel<kType>, "GemvKernel", w, x, n, y, stream);
-}
-
-template <GgmlType kType>
-absl::Status Launch16(const kernels::WeightView& w, const float* x, int64_t n, float* y,
-                      cudaStream_t stream) {
-  return LaunchRows(Gemv16Kernel<kType>, "Gemv16Kernel", w, x, n, y, stream);
 }
 
 }  // namespace
@@ -248,10 +248,6 @@ absl::Status Gemv(const kernels::WeightView& w, const float* x, int64_t n, float
         absl::StrFormat("Gemv: rows %d above the limit %d", w.rows, kMaxGridX * kRowsPerBlock));
   }
   if (n == 0 || w.rows == 0) return absl::OkStatus();
-  if (GemvVectorizes(w, x)) {
-    return w.type == GgmlType::kBF16 ? Launch16<GgmlType::kBF16>(w, x, n, y, stream)
-                                     : Launch16<GgmlType::kF16>(w, x, n, y, stream);
-  }
   switch (w.type) {
     case GgmlType::kQ8_0:
       return Launch<GgmlType::kQ8_0>(w, x, n, y, stream);

@@ -89,6 +89,15 @@ RowData RandomRow(std::mt19937& rng, int i) {
   return row;
 }
 
+// Every logit -inf but EOS 2 and stop id 7 (RandomRow's), which the
+// min-tokens mask removes: nothing is left.
+void MaskEverything(RowData& row) {
+  row.logits.assign(kVocab, kNegInf);
+  row.logits[2] = row.logits[7] = 1.0f;
+  row.params.min_tokens = 10;
+  row.params.ignore_eos = false;
+}
+
 // The device's top logprobs are the CPU's: same tokens in order, logprobs
 // within 1e-6.
 void ExpectSameTopLogprobs(const sampling::SampleResult& device,
@@ -345,10 +354,7 @@ TEST(DeviceSamplerTest, BeamSamplingRowsGetTheCpuCandidates) {
   std::vector<RowData> rows;
   for (int i = 0; i < 48; ++i) rows.push_back(BeamSamplingRow(rng, i));
   // Nothing left after the mask: the CPU's raw-argmax fallback, on the host.
-  rows[3].logits.assign(kVocab, kNegInf);
-  rows[3].logits[2] = rows[3].logits[7] = 1.0f;
-  rows[3].params.min_tokens = 10;
-  rows[3].params.ignore_eos = false;
+  MaskEverything(rows[3]);
   DeviceSampler sampler = MakeSampler(48);
   const DeviceRun device = SampleOnDevice(sampler, rows);
   const std::vector<sampling::SampleResult> cpu = SampleOnCpu(rows);
@@ -385,19 +391,13 @@ TEST(DeviceSamplerTest, LeavesRowsToTheHost) {
   rows[1].params.beam_sample = true;
   rows[1].params.top_k = 0;
   rows[1].params.top_p = 0.9f;
-  rows[1].logits.assign(kVocab, kNegInf);
-  rows[1].logits[7] = 1.0f;
-  rows[1].params.min_tokens = 10;
+  MaskEverything(rows[1]);
   // Top logprobs over a +inf, which the candidate order ties with FLT_MAX
   // (here at a lower id: the device's first would be 10, the CPU's 50).
   rows[2].params.logprobs = 1;
   rows[2].logits[10] = std::numeric_limits<float>::max();
   rows[2].logits[50] = std::numeric_limits<float>::infinity();
-  // Every logit -inf but the EOS and stop ids, which the mask removes.
-  rows[3].logits.assign(kVocab, kNegInf);
-  rows[3].logits[2] = rows[3].logits[7] = 1.0f;
-  rows[3].params.min_tokens = 10;
-  rows[3].params.ignore_eos = false;
+  MaskEverything(rows[3]);
   rows[4].params.beam_candidates = cuda::kTopKMaxCandidates + 1;
   // A NaN makes the CPU's log_softmax all NaN: no candidate, the raw argmax.
   rows[5].params.beam_candidates = 4;
