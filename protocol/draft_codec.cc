@@ -10,7 +10,11 @@ void DraftRequestToProto(const coordinator::DraftRequest& r, int64_t wire_id,
   s->mutable_new_tokens()->Add(r.new_tokens.begin(), r.new_tokens.end());
   s->set_start_pos(r.start_pos);
   s->set_num_draft_tokens(r.gamma);
-  if (r.params != nullptr) SamplingParamsToProto(*r.params, s->mutable_sampling());
+  if (r.params != nullptr) {
+    SamplingParamsToProto(*r.params, s->mutable_sampling());
+    // Stop strings are the coordinator's to match; a draft never reads them.
+    s->mutable_sampling()->clear_stop();
+  }
   s->set_seed(r.seed);
   s->set_stream(r.stream);
 }

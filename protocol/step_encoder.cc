@@ -48,6 +48,10 @@ absl::StatusOr<tandem::v1::StepRequest> StepEncoder::Encode(const worker::StepPl
     out->mutable_prompt_tokens()->Add(ns.prompt_tokens.begin(), ns.prompt_tokens.end());
     out->mutable_output_tokens()->Add(ns.output_tokens.begin(), ns.output_tokens.end());
     SamplingParamsToProto(ns.params, out->mutable_sampling());
+    // Stop strings are matched by the coordinator (StopChecker over the
+    // text); the worker never reads them, so they stay off the wire, where
+    // n copies of a long one would multiply a step message.
+    out->mutable_sampling()->clear_stop();
     out->set_seed(ns.seed);
     out->set_stream(ns.stream);
     out->set_beam_candidates(ns.params.beam_candidates);

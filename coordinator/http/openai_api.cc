@@ -132,7 +132,8 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> OpenAiApi::PromptTokens(
   }
   for (const PromptInput& p : r.prompts) {
     if (const std::string* text = std::get_if<std::string>(&p)) {
-      prompts.push_back(admission_->EncodeText(*text));
+      ASSIGN_OR_RETURN(std::vector<int32_t> ids, admission_->EncodeText(*text));
+      prompts.push_back(std::move(ids));
     } else {
       prompts.push_back(std::get<std::vector<int32_t>>(p));
     }
@@ -173,6 +174,8 @@ absl::StatusOr<std::vector<GenerateRequest>> OpenAiApi::NativeRequests(const Ope
           1, admission_->info().context_length - static_cast<int32_t>(prompt.size()));
     }
     native.prompt_tokens = std::move(prompt);
+    // Before the call sizes its choices from n / num_return_sequences.
+    RETURN_IF_ERROR(admission_->Validate(native));
     requests.push_back(std::move(native));
   }
   return requests;

@@ -94,6 +94,14 @@ absl::Status ValidateGenerateRequest(const GenerateRequest& request, const Reque
   if (request.beam.has_value()) RETURN_IF_ERROR(ValidateBeamRequest(request, limits));
   RETURN_IF_ERROR(ValidateSpeculation(request));
   const int64_t prompt_len = static_cast<int64_t>(request.prompt_tokens.size());
+  const int64_t num_seqs = request.beam.has_value() ? request.beam->num_beams : request.params.n;
+  const int64_t total = num_seqs * (prompt_len + request.params.max_tokens);
+  if (total > kMaxRequestTokens) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%d sequences x (prompt of %d tokens + max_tokens %d) = %d tokens: at most %d per "
+        "request",
+        num_seqs, prompt_len, request.params.max_tokens, total, kMaxRequestTokens));
+  }
   const int64_t blocks_needed = (prompt_len + 1 + limits.block_size - 1) / limits.block_size;
   if (blocks_needed > limits.num_blocks) {
     return absl::ResourceExhaustedError(absl::StrFormat(

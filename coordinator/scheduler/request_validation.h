@@ -22,13 +22,20 @@ struct RequestLimits {
 
 // Draft tokens per round a request may ask for.
 inline constexpr int32_t kMaxSpeculativeTokens = 64;
+// Tokens a request may place on the worker group: its sequences (n, or
+// num_beams) x (prompt + max_tokens). Each sequence's history travels in a
+// step message when it is admitted, preempted or migrated; at 5 bytes a token
+// this keeps one request's share of a message under 96 MiB, well within the
+// 256 MiB the coordinator and workers accept.
+inline constexpr int64_t kMaxRequestTokens = int64_t{1} << 24;
 
 // InvalidArgument for a malformed request: an empty prompt, token ids
 // outside the vocabulary, prompt + max_tokens past the context length,
 // sampling parameters out of range (sampling::ValidateSamplingParams), beam
 // options out of range (ValidateBeamSearchParams) or combined with n > 1 or
 // stop strings, a draft kind that does not parse, num_speculative_tokens
-// outside [0, kMaxSpeculativeTokens]. ResourceExhausted when the prompt
+// outside [0, kMaxSpeculativeTokens], sequences x (prompt + max_tokens) past
+// kMaxRequestTokens. ResourceExhausted when the prompt
 // alone needs more KV blocks than the group has.
 absl::Status ValidateGenerateRequest(const GenerateRequest& request, const RequestLimits& limits);
 

@@ -8,14 +8,29 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "coordinator/scheduler/request_validation.h"
 #include "draft/api/speculative_spec.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
 
 namespace tandem::coordinator {
 
+namespace {
+
+int64_t MaxPromptBytes(const tokenizer::Tokenizer& tokenizer, int32_t context_length) {
+  size_t longest = 1;
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    longest = std::max(longest, tokenizer.TokenToPiece(id).size());
+  }
+  return int64_t{context_length} * 2 * static_cast<int64_t>(longest);
+}
+
+}  // namespace
+
 RequestAdmission::RequestAdmission(const tokenizer::Tokenizer* tokenizer,
                                    const WorkerGroupInfo& info)
-    : tokenizer_(tokenizer), info_(info) {}
+    : tokenizer_(tokenizer),
+      info_(info),
+      max_prompt_bytes_(MaxPromptBytes(*tokenizer, info.context_length)) {}
 
 bool RequestAdmission::AnyGroupServing() const {
   for (const WorkerGroupStatusSnapshot& g : pool_->Statuses()) {
@@ -24,7 +39,13 @@ bool RequestAdmission::AnyGroupServing() const {
   return false;
 }
 
-std::vector<int32_t> RequestAdmission::EncodeText(std::string_view text) const {
+absl::StatusOr<std::vector<int32_t>> RequestAdmission::EncodeText(std::string_view text) const {
+  if (static_cast<int64_t>(text.size()) > max_prompt_bytes_) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "prompt text has %d bytes: at most %d are tokenized (more cannot fit the context of %d "
+        "tokens)",
+        text.size(), max_prompt_bytes_, info_.context_length));
+  }
   return tokenizer_->Encode(text, /*add_special=*/true, /*parse_special=*/true);
 }
 
@@ -78,11 +99,19 @@ absl::Status RequestAdmission::CheckRequestedDraft(const std::string& requested)
       absl::StrJoin(kinds, ", ")));
 }
 
+absl::Status RequestAdmission::Validate(const GenerateRequest& request) const {
+  const RequestLimits limits{info_.vocab_size, info_.context_length, info_.num_blocks,
+                             info_.block_size,
+                             static_cast<int32_t>(tokenizer_->EndOfGenerationIds().size())};
+  return ValidateGenerateRequest(request, limits);
+}
+
 absl::StatusOr<AdmittedRequest> RequestAdmission::Admit(GenerateRequest request,
                                                         RequestObserver* observer) {
   if (!admitting_.load()) {
     return absl::UnavailableError("the coordinator is shutting down and admits no new requests");
   }
+  RETURN_IF_ERROR(Validate(request));
   RETURN_IF_ERROR(CheckRequestedDraft(request.draft));
   AdmittedRequest admitted;
   admitted.id = request.id;

@@ -68,8 +68,14 @@ class RequestAdmission final : public RequestObserver {
   // A fresh request id, unique in this process.
   RequestId NextId() { return RequestId(next_request_id_.fetch_add(1)); }
 
-  // Admits `request` (its id from NextId, its prompt tokenized): checks the
-  // requested draft, routes, registers `observer` for the request's results
+  // ValidateGenerateRequest against the served model (its vocabulary,
+  // context, KV cache and EOS ids): INVALID_ARGUMENT naming the value and the
+  // limit. Front ends call it before sizing anything from the request's
+  // fields (n, num_return_sequences); Admit calls it again.
+  absl::Status Validate(const GenerateRequest& request) const;
+
+  // Admits `request` (its id from NextId, its prompt tokenized): validates it,
+  // checks the requested draft, routes, registers `observer` for the request's results
   // and submits. UNAVAILABLE while not admitting or with no serving group;
   // INVALID_ARGUMENT for a bad request, naming the value and the limit;
   // the scheduler's refusal otherwise. On error nothing stays registered.
@@ -82,8 +88,15 @@ class RequestAdmission final : public RequestObserver {
   }
 
   // The prompt tokens of `text` (BOS added as the model asks; special
-  // tokens written in the text are parsed).
-  std::vector<int32_t> EncodeText(std::string_view text) const;
+  // tokens written in the text are parsed). INVALID_ARGUMENT, before any
+  // tokenizing, when `text` is longer than max_prompt_bytes(): such a text
+  // has more tokens than the context holds.
+  absl::StatusOr<std::vector<int32_t>> EncodeText(std::string_view text) const;
+  // Bytes of prompt text admitted for tokenizing: the context length times
+  // twice the longest token's bytes (a token covers at most that many
+  // bytes of text; the factor 2 leaves room for what the tokenizer's
+  // normalization drops).
+  int64_t max_prompt_bytes() const { return max_prompt_bytes_; }
   // The prompt tokens of `messages` through the model's chat template.
   // INVALID_ARGUMENT for no messages or a template that cannot render them.
   absl::StatusOr<std::vector<int32_t>> EncodeChat(
@@ -111,6 +124,7 @@ class RequestAdmission final : public RequestObserver {
 
   const tokenizer::Tokenizer* tokenizer_;
   const WorkerGroupInfo info_;
+  const int64_t max_prompt_bytes_;
   WorkerGroupPool* pool_ = nullptr;
   const DraftWorkerSet* drafts_ = nullptr;
   RequestObserver* metrics_ = nullptr;

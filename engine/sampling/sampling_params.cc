@@ -58,8 +58,20 @@ int64_t FirstInvalidUtf8(std::string_view s) {
   return -1;
 }
 
-// stop_token_ids in the vocabulary; stop strings non-empty valid UTF-8.
+// At most kMaxStopTokenIds stop_token_ids, each in the vocabulary; at most
+// kMaxStopStrings stop strings of [1, kMaxStopStringBytes] bytes of valid
+// UTF-8.
 absl::Status ValidateStops(const SamplingParams& p, int32_t vocab_size) {
+  if (p.stop_token_ids.size() > static_cast<size_t>(kMaxStopTokenIds)) {
+    return absl::InvalidArgumentError(absl::StrCat("stop_token_ids has ", p.stop_token_ids.size(),
+                                                   " ids: at most ", kMaxStopTokenIds,
+                                                   " are allowed"));
+  }
+  if (p.stop.size() > static_cast<size_t>(kMaxStopStrings)) {
+    return absl::InvalidArgumentError(absl::StrCat("stop has ", p.stop.size(),
+                                                   " strings: at most ", kMaxStopStrings,
+                                                   " are allowed"));
+  }
   for (size_t i = 0; i < p.stop_token_ids.size(); ++i) {
     const int32_t id = p.stop_token_ids[i];
     if (id < 0 || id >= vocab_size) {
@@ -71,6 +83,11 @@ absl::Status ValidateStops(const SamplingParams& p, int32_t vocab_size) {
     if (p.stop[i].empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("stop[", i, "] is empty: stop strings must be at least 1 byte"));
+    }
+    if (p.stop[i].size() > static_cast<size_t>(kMaxStopStringBytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("stop[", i, "] has ", p.stop[i].size(),
+                                                     " bytes: at most ", kMaxStopStringBytes,
+                                                     " are allowed"));
     }
     const int64_t bad = FirstInvalidUtf8(p.stop[i]);
     if (bad >= 0) {

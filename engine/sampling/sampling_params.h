@@ -19,6 +19,12 @@ inline constexpr float kGreedyTemperature = 1e-5f;
 inline constexpr int32_t kMaxLogprobs = 20;
 inline constexpr int32_t kMaxN = 128;
 inline constexpr int32_t kMaxBeamCandidates = 256;
+// Stop conditions a request may carry: they are checked against every
+// generated token, and each stop string is held per sequence, so they are
+// bounded like every other per-request size.
+inline constexpr int32_t kMaxStopStrings = 64;
+inline constexpr int32_t kMaxStopStringBytes = 4096;
+inline constexpr int32_t kMaxStopTokenIds = 1024;
 
 // Plain value type; no invariants are enforced until ValidateSamplingParams.
 // Thread-safety: none needed (a value).
@@ -33,8 +39,9 @@ struct SamplingParams {
   std::optional<uint64_t> seed;     // unset → the engine draws one per request
   int32_t max_tokens = 256;         // >= 1
   int32_t min_tokens = 0;           // [0, max_tokens]; EOS and stop_token_ids masked until reached
-  std::vector<int32_t> stop_token_ids;  // each in [0, vocab_size)
-  std::vector<std::string> stop;    // stop strings, non-empty valid UTF-8; not included in output
+  std::vector<int32_t> stop_token_ids;  // at most kMaxStopTokenIds, each in [0, vocab_size)
+  std::vector<std::string> stop;    // at most kMaxStopStrings of [1, kMaxStopStringBytes] bytes,
+                                    // valid UTF-8; not included in output
   bool ignore_eos = false;          // EOS neither stops nor is masked
   int32_t logprobs = 0;             // top alternatives returned per position, [0, kMaxLogprobs]
   // The logprob of every prompt token after the first (the model's

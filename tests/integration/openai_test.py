@@ -213,6 +213,48 @@ class OpenAiApiTest(unittest.TestCase):
         with self.assertRaises(openai.NotFoundError):
             self.client.completions.create(model="no-such-model", prompt="hi", max_tokens=2)
 
+    def test_out_of_range_n_is_400_and_the_coordinator_lives(self):
+        # n sized the response's choices before validation: "n": -1 aborted
+        # the process (std::length_error).
+        addr = self.server.http_address
+        pid = self.server.proc.pid
+        bodies = []
+        for n in (-1, -2 ** 31, 0, 10 ** 9):
+            out_of_range = f"n {n} is out of range"
+            bodies.append(("/v1/completions", {"prompt": "hi", "max_tokens": 2, "n": n},
+                           out_of_range))
+            bodies.append(("/v1/completions",
+                           {"prompt": "hi", "max_tokens": 2, "n": n, "stream": True},
+                           out_of_range))
+            bodies.append(("/v1/chat/completions",
+                           {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2,
+                            "n": n}, out_of_range))
+            bodies.append(("/v1/completions",
+                           {"prompt": "hi", "max_tokens": 2, "num_beams": 2,
+                            "num_return_sequences": n},
+                           f"num_return_sequences {n} is out of range"))
+        for path, body, needle in bodies:
+            status, reply, _ = http_request(addr, "POST", path, body=json.dumps(body))
+            self.assertEqual(status, 400, (path, body, reply))
+            self.assertIn(needle, reply["error"]["message"], (path, body))
+            self.assertIsNone(self.server.proc.poll(), f"the coordinator died on {body}")
+        self.assertEqual(self.server.proc.pid, pid)
+        self.assertEqual(len(self.complete(prompt="hi", max_tokens=2, n=2).choices), 2)
+
+    def test_oversized_stops_and_prompts_are_400(self):
+        addr = self.server.http_address
+        for body, needle in (
+                ({"prompt": "hi", "max_tokens": 2, "stop": ["x" * 5000]}, "at most 4096"),
+                ({"prompt": "hi", "max_tokens": 2, "stop": [str(i) for i in range(65)]},
+                 "at most 64"),
+                ({"prompt": "hi", "max_tokens": 2, "n": 128, "stop": ["x" * 40000]},
+                 "at most 4096")):
+            status, reply, _ = http_request(addr, "POST", "/v1/completions",
+                                            body=json.dumps(body))
+            self.assertEqual(status, 400, reply)
+            self.assertIn(needle, reply["error"]["message"])
+        self.assertIsNone(self.server.proc.poll())
+
     def test_http_level_errors(self):
         addr = self.server.http_address
         status, body, _ = http_request(addr, "POST", "/v1/completions", body="{not json")

@@ -51,6 +51,16 @@ void ExpectParamsEq(const sampling::SamplingParams& a, const sampling::SamplingP
   EXPECT_EQ(a.n, b.n);
 }
 
+// A step's new sequence reaches the worker without stop strings (the
+// coordinator matches them); everything else is as encoded.
+void ExpectStepParamsEq(const sampling::SamplingParams& sent,
+                        const sampling::SamplingParams& received, const std::string& where) {
+  EXPECT_TRUE(received.stop.empty()) << where << ": stop strings went to the worker";
+  sampling::SamplingParams expected = sent;
+  expected.stop.clear();
+  ExpectParamsEq(expected, received, where);
+}
+
 void ExpectPlanEq(const worker::StepPlan& a, const worker::StepPlan& b) {
   std::string where = "step " + std::to_string(a.step_id);
   SCOPED_TRACE(where);
@@ -63,7 +73,8 @@ void ExpectPlanEq(const worker::StepPlan& a, const worker::StepPlan& b) {
     EXPECT_EQ(x.id, y.id);
     EXPECT_EQ(x.prompt_tokens, y.prompt_tokens);
     EXPECT_EQ(x.output_tokens, y.output_tokens);
-    ExpectParamsEq(x.params, y.params, where + " new sequence " + std::to_string(x.id.value()));
+    ExpectStepParamsEq(x.params, y.params,
+                       where + " new sequence " + std::to_string(x.id.value()));
     EXPECT_EQ(x.seed, y.seed);
     EXPECT_EQ(x.stream, y.stream);
   }

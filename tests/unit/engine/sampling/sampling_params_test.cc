@@ -136,6 +136,10 @@ TEST(SamplingParamsTest, StopTokenIds) {
   EXPECT_TRUE(IsInvalid(p, {"stop_token_ids[1] 1000 is out of range", "[0, 1000)"}));
   p.stop_token_ids = {-3};
   EXPECT_TRUE(IsInvalid(p, {"stop_token_ids[0] -3", "[0, 1000)"}));
+  p.stop_token_ids.assign(kMaxStopTokenIds, 7);
+  EXPECT_TRUE(ValidateSamplingParams(p, kVocab).ok());
+  p.stop_token_ids.push_back(7);
+  EXPECT_TRUE(IsInvalid(p, {"stop_token_ids has 1025 ids", "at most 1024"}));
 }
 
 TEST(SamplingParamsTest, StopStrings) {
@@ -146,6 +150,19 @@ TEST(SamplingParamsTest, StopStrings) {
   EXPECT_TRUE(IsInvalid(p, {"stop[0] is not valid UTF-8 at byte 1"}));
   p.stop = {std::string("\xC0\xAF")};  // overlong '/'
   EXPECT_TRUE(IsInvalid(p, {"stop[0] is not valid UTF-8 at byte 0"}));
+}
+
+TEST(SamplingParamsTest, StopStringsAreBoundedInNumberAndLength) {
+  SamplingParams p;
+  p.stop.assign(kMaxStopStrings, std::string(kMaxStopStringBytes, 'x'));
+  EXPECT_TRUE(ValidateSamplingParams(p, kVocab).ok());
+  p.stop.push_back("y");
+  EXPECT_TRUE(IsInvalid(p, {"stop has 65 strings", "at most 64"}));
+  p.stop = {"ok", std::string(kMaxStopStringBytes + 1, 'x')};
+  EXPECT_TRUE(IsInvalid(p, {"stop[1] has 4097 bytes", "at most 4096"}));
+  // The request: one 3.5 MB stop string.
+  p.stop = {std::string(3500000, 'x')};
+  EXPECT_TRUE(IsInvalid(p, {"stop[0] has 3500000 bytes"}));
 }
 
 }  // namespace
