@@ -144,6 +144,16 @@ ABSL_FLAG(int32_t, max_migrations, 3,
 ABSL_FLAG(int32_t, migration_timeout_ms, 1000,
           "How long a request whose group failed waits for a healthy group (another, or its "
           "own once reconnected) before it fails with UNAVAILABLE");
+ABSL_FLAG(int32_t, step_timeout_s, 60,
+          "Deadline of a worker group's steps until one was answered (a first step may load or "
+          "warm the device); after that each step's deadline scales with its tokens at the "
+          "group's measured pace (see --step-timeout-floor-ms)");
+ABSL_FLAG(int32_t, step_timeout_floor_ms, 10000,
+          "A measured group's step deadline: this floor + 4 x the step's tokens x the slowest "
+          "recent cost per token; past it the group is down and its requests migrate");
+ABSL_FLAG(int32_t, suspect_after_ms, 1000,
+          "A step in flight this long + 2 x its expected time makes its group suspect: "
+          "unhealthy in ModelInfo and /health, and routed no new requests until it answers");
 ABSL_FLAG(int64_t, affinity_max_extra_load, 8,
           "Route to the group caching a request's prefix only while its load (requests) is at "
           "most this much above the least loaded group's");
@@ -189,6 +199,7 @@ struct CoordinatorConfig {
   int64_t affinity_max_extra_load = 0;  // the RouterConfig's; its block size is the model's
   int32_t max_migrations = 0;
   absl::Duration migration_timeout;
+  coordinator::StepPaceConfig step_pace;  // remote groups' step deadlines
   coordinator::SpeculationConfig speculation;
   // --speculative: a draft in this process (only without --draft).
   std::optional<draft::SpeculativeSpec> speculative;
@@ -234,7 +245,25 @@ absl::Status ReadServingFlags(CoordinatorConfig& config) {
   return absl::OkStatus();
 }
 
-// --max-migrations and --migration-timeout-ms.
+// --step-timeout-s, --step-timeout-floor-ms and --suspect-after-ms.
+absl::Status ReadStepPaceFlags(CoordinatorConfig& config) {
+  const std::pair<const char*, int32_t> flags[] = {
+      {"--step-timeout-s", absl::GetFlag(FLAGS_step_timeout_s)},
+      {"--step-timeout-floor-ms", absl::GetFlag(FLAGS_step_timeout_floor_ms)},
+      {"--suspect-after-ms", absl::GetFlag(FLAGS_suspect_after_ms)}};
+  for (const auto& [name, value] : flags) {
+    if (value < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s %d is out of range: must be >= 1", name, value));
+    }
+  }
+  config.step_pace.initial_deadline = absl::Seconds(absl::GetFlag(FLAGS_step_timeout_s));
+  config.step_pace.deadline_floor = absl::Milliseconds(absl::GetFlag(FLAGS_step_timeout_floor_ms));
+  config.step_pace.suspect_floor = absl::Milliseconds(absl::GetFlag(FLAGS_suspect_after_ms));
+  return coordinator::ValidateStepPaceConfig(config.step_pace);
+}
+
+// --max-migrations and --migration-timeout-ms, then the step deadlines.
 absl::Status ReadMigrationFlags(CoordinatorConfig& config) {
   config.max_migrations = absl::GetFlag(FLAGS_max_migrations);
   if (config.max_migrations < 0 || config.max_migrations > 100) {
@@ -247,7 +276,7 @@ absl::Status ReadMigrationFlags(CoordinatorConfig& config) {
         "--migration-timeout-ms %d is out of range: must be in [0, 600000]", timeout_ms));
   }
   config.migration_timeout = absl::Milliseconds(timeout_ms);
-  return absl::OkStatus();
+  return ReadStepPaceFlags(config);
 }
 
 // The scheduler's flags, the --local worker group's and the --block-size range.
@@ -412,13 +441,16 @@ absl::StatusOr<WorkerGroupPool::Connected> MakeLocalGroup(
   return WorkerGroupPool::Connected{std::move(group), nullptr};
 }
 
-// The pool's connector: connects a tandem-worker group, presenting `api_key`
-// (the coordinator's own --api-key, if any) on every call to it.
-WorkerGroupPool::Connector RemoteConnector(std::optional<std::string> api_key) {
-  return [api_key](const std::string& address,
-                   absl::Duration timeout) -> absl::StatusOr<WorkerGroupPool::Connected> {
+// The pool's connector: connects a tandem-worker group with `pace`'s step
+// deadlines, presenting `api_key` (the coordinator's own --api-key, if any)
+// on every call to it.
+WorkerGroupPool::Connector RemoteConnector(std::optional<std::string> api_key,
+                                           const coordinator::StepPaceConfig& pace) {
+  return [api_key, pace](const std::string& address,
+                         absl::Duration timeout) -> absl::StatusOr<WorkerGroupPool::Connected> {
     coordinator::GrpcWorkerGroupOptions options;
     options.api_key = api_key;
+    options.pace = pace;
     ASSIGN_OR_RETURN(std::unique_ptr<coordinator::GrpcWorkerGroup> group,
                      coordinator::GrpcWorkerGroup::Connect(address, timeout, options));
     coordinator::GrpcWorkerGroup* remote = group.get();
@@ -468,7 +500,8 @@ absl::StatusOr<NamedGroup> FirstGroup(const CoordinatorConfig& config, Coordinat
       [&c, interval](const std::vector<std::string>& addresses) {
         c.pool->Reconcile(addresses, std::min(interval, absl::Seconds(2)));
       });
-  return ConnectFirst(*c.worker_discovery, RemoteConnector(config.api_key.key()),
+  return ConnectFirst(*c.worker_discovery,
+                      RemoteConnector(config.api_key.key(), config.step_pace),
                       config.connect_timeout, config.worker_spec);
 }
 
@@ -530,8 +563,8 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
   c.service = std::make_unique<coordinator::InferenceService>(c.admission.get(), config.api_key);
   c.pool = std::make_unique<WorkerGroupPool>(config.scheduler, router_config, c.tok.get(),
                                              c.admission.get(),
-                                             RemoteConnector(config.api_key.key()), draft_pools,
-                                             config.speculation);
+                                             RemoteConnector(config.api_key.key(), config.step_pace),
+                                             draft_pools, config.speculation);
   RETURN_IF_ERROR(c.pool->set_migration(config.max_migrations, config.migration_timeout));
   RETURN_IF_ERROR(c.pool->Add(first.first, std::move(first.second)));
   c.admission->set_pool(c.pool.get(), c.drafts.get());

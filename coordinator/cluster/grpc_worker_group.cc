@@ -1,6 +1,7 @@
 #include "coordinator/cluster/grpc_worker_group.h"
 
 #include <chrono>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -48,7 +49,8 @@ GrpcWorkerGroup::GrpcWorkerGroup(std::string address, const GrpcWorkerGroupOptio
     : address_(std::move(address)),
       options_(options),
       channel_(std::move(channel)),
-      stub_(tandem::v1::TargetWorker::NewStub(channel_)) {}
+      stub_(tandem::v1::TargetWorker::NewStub(channel_)),
+      pace_(options.pace) {}
 
 absl::Status GrpcWorkerGroup::RpcError(const char* rpc, const grpc::Status& status) const {
   return absl::UnavailableError(absl::StrFormat("worker group at %s: %s failed: %s: %s", address_,
@@ -106,13 +108,23 @@ absl::StatusOr<worker::StepResult> GrpcWorkerGroup::Step(const worker::StepPlan&
   }
   // A rejected plan changes neither the encoder nor the worker.
   ASSIGN_OR_RETURN(tandem::v1::StepRequest request, encoder_.Encode(plan));
+  int64_t tokens = 0;
+  for (const worker::SequenceStep& s : plan.sequences) tokens += std::ssize(s.tokens);
+  const absl::Duration deadline = pace_.Deadline(tokens);
   grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(options_.step_timeout));
+  context.set_deadline(DeadlineAfter(deadline));
   AttachApiKey(context, options_.api_key);
   tandem::v1::StepResponse response;
+  pace_.Begin(tokens, absl::Now());
   grpc::Status status = stub_->Step(&context, request, &response);
+  pace_.End(absl::Now(), status.ok());
   absl::Status error;
-  if (!status.ok()) {
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    error = absl::UnavailableError(absl::StrFormat(
+        "worker group at %s: Step of %d tokens got no answer within its deadline of %s (the "
+        "group's pace x the tokens, with a floor): the worker is hung or overloaded",
+        address_, tokens, absl::FormatDuration(deadline)));
+  } else if (!status.ok()) {
     error = RpcError("Step", status);
   } else {
     absl::StatusOr<worker::StepResult> result =

@@ -1,7 +1,8 @@
 // GrpcWorkerGroup: the WorkerGroup of a remote target worker group, reached
 // over tandem.v1.TargetWorker (rank 0 of the group serves it). Each Step
-// encodes the plan as a diff (StepEncoder), calls Step with a deadline and
-// decodes the sampled tokens (worker::StepResultFromProto).
+// encodes the plan as a diff (StepEncoder), calls Step with a deadline that
+// scales with the step's tokens (StepPace) and decodes the sampled tokens
+// (worker::StepResultFromProto).
 //
 // Failure contract. Any failed Step RPC (the worker lost, a deadline, a
 // rejected request) leaves the encoder and the worker disagreeing about which
@@ -13,7 +14,8 @@
 // every request that ran here, and the worker starts from a clean Reset.
 //
 // Thread-safety: Step and Reconnect must be serialized by the caller (the
-// scheduler thread); info() is immutable after Connect.
+// scheduler thread); info() is immutable after Connect; suspect() may be
+// called from any thread.
 #ifndef TANDEM_COORDINATOR_CLUSTER_GRPC_WORKER_GROUP_H_
 #define TANDEM_COORDINATOR_CLUSTER_GRPC_WORKER_GROUP_H_
 
@@ -27,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/cluster/step_pace.h"
 #include "protocol/step_encoder.h"
 #include "coordinator/scheduler/worker_group.h"
 #include "grpcpp/grpcpp.h"
@@ -35,8 +38,10 @@
 namespace tandem::coordinator {
 
 struct GrpcWorkerGroupOptions {
-  // Deadline of one Step RPC (a long prefill on CPU can take seconds).
-  absl::Duration step_timeout = absl::Seconds(60);
+  // Deadlines of Step RPCs, scaled by each step's tokens at the group's
+  // measured pace (a long prefill on CPU can take tens of seconds), and
+  // when a late step makes the group suspect (StepPace).
+  StepPaceConfig pace;
   // Deadline of Info, Reset and Health.
   absl::Duration control_timeout = absl::Seconds(10);
   // Sent on every call when set (a worker started with --api-key).
@@ -60,6 +65,9 @@ class GrpcWorkerGroup : public WorkerGroup {
   const std::string& address() const { return address_; }
   // True after a failed Step until Reconnect succeeds.
   bool broken() const { return broken_; }
+  // True while a Step is in flight well past its expected time (StepPace):
+  // the worker may be hung. Any thread.
+  bool suspect() const { return pace_.Suspect(absl::Now()); }
 
   // Runs one step remotely. INVALID_ARGUMENT when the encoder rejects the
   // plan (nothing was sent; the group stays usable). UNAVAILABLE, naming the
@@ -92,6 +100,7 @@ class GrpcWorkerGroup : public WorkerGroup {
   WorkerGroupInfo info_;
   std::vector<int32_t> eos_token_ids_;
   protocol::StepEncoder encoder_;
+  StepPace pace_;
   bool broken_ = false;
   std::string broken_reason_;  // the error that broke the group
 };

@@ -152,6 +152,94 @@ class TwoReplicaTest(unittest.TestCase):
         self.assertFalse(groups[victim].healthy)
 
 
+def greedy_requests(count, max_tokens):
+    """`count` greedy JSONL requests of `max_tokens` tokens, distinct prompts."""
+    return [{"prompt": f"Story {i}: once upon a time in the {WORDS[i % len(WORDS)]}",
+             "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0}
+            for i in range(count)]
+
+
+class LostReplicaTest(unittest.TestCase):
+    """A replica lost for good: SIGKILLed (never restarted) or SIGSTOPped
+    (hung: its socket stays open, its steps never answer; never resumed).
+    Every stream completes with the unfailed run's output, and requests
+    sent meanwhile are served by the other replica."""
+
+    STREAMS = 16
+    TOKENS = 64
+
+    def setUp(self):
+        self.workers = [Server([WORKER, "--model", MODEL, "--port", "0", "--threads", "1"],
+                               "tandem-worker") for _ in range(2)]
+        self.addCleanup(self.stop)
+        self.coordinator = Server(
+            [COORDINATOR, "--model", MODEL, "--port", "0", "--http-port", "-1",
+             "--worker", ",".join(w.address for w in self.workers), "--max-migrations", "3",
+             "--migration-timeout-ms", "1000", "--step-timeout-floor-ms", "5000"],
+            "tandem-coordinator")
+        self.path = write_temp("".join(json.dumps(r) + "\n"
+                                       for r in greedy_requests(self.STREAMS, self.TOKENS)))
+        self.addCleanup(os.unlink, self.path)
+
+    def stop(self):
+        for s in [getattr(self, "coordinator", None)] + self.workers:
+            if s is not None:
+                s.kill()
+
+    def generate(self):
+        return subprocess.Popen(
+            [BIN, "generate", "--addr", self.coordinator.address, "--requests", self.path,
+             "--concurrency", str(self.STREAMS), "--json", "--timeout-s", "300"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def run_losing(self, victim_signal):
+        """The baseline, then the same run with worker 0 sent `victim_signal`
+        mid-decode; returns the seconds from the signal until ModelInfo
+        reported the victim unhealthy."""
+        baseline = self.generate()
+        out, err = baseline.communicate(timeout=TIMEOUT)
+        self.assertEqual(baseline.returncode, 0, err)
+        want = parse_lines(out)
+        victim = self.workers[0].address
+        before = group_counters(self.coordinator.port)[victim].num_generated_tokens
+        run = self.generate()
+        TwoReplicaTest.wait_mid_decode(self, victim, run, before)
+        self.workers[0].proc.send_signal(victim_signal)
+        lost_at = time.monotonic()
+        while group_counters(self.coordinator.port)[victim].healthy:
+            self.assertLess(time.monotonic() - lost_at, 30, "the victim never turned unhealthy")
+            time.sleep(0.05)
+        unhealthy_after = time.monotonic() - lost_at
+        # New requests meanwhile: routed to the live replica, served at once.
+        with stream_client.client(self.coordinator.port, timeout=60) as c:
+            for i in range(4):
+                started = time.monotonic()
+                result = c.generate(f"meanwhile {i}", max_tokens=3, temperature=0)
+                self.assertEqual(len(result.completions[0].token_ids), 3)
+                self.assertLess(time.monotonic() - started, 5.0, "a new request waited")
+        self.assertFalse(group_counters(self.coordinator.port)[victim].healthy)
+        out, err = run.communicate(timeout=TIMEOUT)
+        self.assertEqual(run.returncode, 0, f"requests failed after the loss: {err[-2000:]}")
+        got = parse_lines(out)
+        self.assertEqual(len(got), self.STREAMS)
+        for i, (g, w) in enumerate(zip(got, want)):
+            self.assertNotIn("error", g, f"request {i}")
+            self.assertEqual(comparable(g), comparable(w), f"request {i} differs")
+        groups = group_counters(self.coordinator.port)
+        self.assertGreater(groups[victim].num_migrations, 0, "nothing migrated")
+        self.assertEqual(groups[victim].num_migration_failures, 0)
+        self.assertFalse(groups[victim].healthy, "the lost replica came back")
+        return unhealthy_after
+
+    def test_killed_replica_never_restarted(self):
+        self.run_losing(signal.SIGKILL)
+
+    def test_hung_replica_is_unhealthy_within_5s_and_its_requests_migrate(self):
+        after = self.run_losing(signal.SIGSTOP)
+        print(f"hung replica reported unhealthy after {after:.2f} s", file=sys.stderr)
+        self.assertLess(after, 5.0)
+
+
 class OneReplicaTest(unittest.TestCase):
     def setUp(self):
         self.worker = Server([WORKER, "--model", MODEL, "--port", "0"], "tandem-worker")
