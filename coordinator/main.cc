@@ -93,6 +93,10 @@ ABSL_FLAG(std::string, api_key, "",
 ABSL_FLAG(std::string, api_key_file, "",
           "As --api-key, the key read from this file (surrounding whitespace ignored)");
 ABSL_FLAG(bool, api_key_metrics, false, "--api-key: /metrics requires the key too");
+ABSL_FLAG(std::string, cluster_key_file, "",
+          "The internal key presented on every call to the worker groups and draft workers "
+          "(started with the same key as --api-key-file; `tandem up` generates one); empty: "
+          "the coordinator's own --api-key, if any");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate (chain) of the public ports: gRPC and HTTP speak TLS only (needs "
           "--tls-key); empty: plaintext");
@@ -184,6 +188,8 @@ struct CoordinatorConfig {
   HttpLimits http_limits;
   std::string served_model_name;
   ApiKey api_key;  // required on the gRPC API and HTTP (--api-key / --api-key-file)
+  // Presented to workers and drafts: --cluster-key-file, else api_key.
+  std::optional<std::string> cluster_key;
   TlsCredentials tls;  // both public ports (--tls-cert / --tls-key); default plaintext
   bool metrics_need_key = false;
   std::string model_path;  // the tokenizer's GGUF; the model's too with --local
@@ -365,6 +371,9 @@ absl::Status ReadHttpFlags(CoordinatorConfig& config) {
   ASSIGN_OR_RETURN(config.api_key, ApiKey::FromFlags(absl::GetFlag(FLAGS_api_key),
                                                      absl::GetFlag(FLAGS_api_key_file)));
   config.metrics_need_key = absl::GetFlag(FLAGS_api_key_metrics);
+  ASSIGN_OR_RETURN(ApiKey cluster_key,
+                   ApiKey::FromFlags("", absl::GetFlag(FLAGS_cluster_key_file)));
+  config.cluster_key = cluster_key.required() ? cluster_key.key() : config.api_key.key();
   return absl::OkStatus();
 }
 
@@ -442,8 +451,8 @@ absl::StatusOr<WorkerGroupPool::Connected> MakeLocalGroup(
 }
 
 // The pool's connector: connects a tandem-worker group with `pace`'s step
-// deadlines, presenting `api_key` (the coordinator's own --api-key, if any)
-// on every call to it.
+// deadlines, presenting `api_key` (--cluster-key-file, else the
+// coordinator's own --api-key, if any) on every call to it.
 WorkerGroupPool::Connector RemoteConnector(std::optional<std::string> api_key,
                                            const coordinator::StepPaceConfig& pace) {
   return [api_key, pace](const std::string& address,
@@ -501,7 +510,7 @@ absl::StatusOr<NamedGroup> FirstGroup(const CoordinatorConfig& config, Coordinat
         c.pool->Reconcile(addresses, std::min(interval, absl::Seconds(2)));
       });
   return ConnectFirst(*c.worker_discovery,
-                      RemoteConnector(config.api_key.key(), config.step_pace),
+                      RemoteConnector(config.cluster_key, config.step_pace),
                       config.connect_timeout, config.worker_spec);
 }
 
@@ -549,7 +558,7 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
   router_config.affinity_max_extra_load = config.affinity_max_extra_load;
   RETURN_IF_ERROR(coordinator::ValidateRouterConfig(router_config));
   c.drafts =
-      std::make_unique<coordinator::DraftWorkerSet>(c.tok->vocab_size(), config.api_key.key());
+      std::make_unique<coordinator::DraftWorkerSet>(c.tok->vocab_size(), config.cluster_key);
   std::string local_draft_kind;
   ASSIGN_OR_RETURN(DraftPoolMaker deployment_pool,
                    DeploymentDraftPools(config, info, *c.tok, c.drafts.get(), &local_draft_kind));
@@ -563,7 +572,7 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
   c.service = std::make_unique<coordinator::InferenceService>(c.admission.get(), config.api_key);
   c.pool = std::make_unique<WorkerGroupPool>(config.scheduler, router_config, c.tok.get(),
                                              c.admission.get(),
-                                             RemoteConnector(config.api_key.key(), config.step_pace),
+                                             RemoteConnector(config.cluster_key, config.step_pace),
                                              draft_pools, config.speculation);
   RETURN_IF_ERROR(c.pool->set_migration(config.max_migrations, config.migration_timeout));
   RETURN_IF_ERROR(c.pool->Add(first.first, std::move(first.second)));

@@ -6,12 +6,14 @@
 
 #include <cstdio>
 #include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/cluster_key_file.h"
 #include "client/process.h"
 #include "client/supervisor.h"
 #include "common/status_macros.h"
@@ -123,28 +125,31 @@ absl::StatusOr<std::vector<std::string>> WorkerPrefix(const UpOptions& o,
   return argv;
 }
 
-ServerSpec WorkerSpec(const UpOptions& o, const std::vector<std::string>& prefix, int32_t r) {
+ServerSpec WorkerSpec(const UpOptions& o, const std::vector<std::string>& prefix, int32_t r,
+                      const std::string& key_file) {
   ServerSpec spec;
   spec.label = o.replicas > 1 ? absl::StrFormat("worker group %d", r) : "worker group";
   spec.server_name = "tandem-worker";
-  spec.argv = [prefix, extra = o.worker_args](const ServerPorts& ports) {
+  spec.argv = [prefix, extra = o.worker_args, key_file](const ServerPorts& ports) {
     std::vector<std::string> argv = prefix;
-    argv.insert(argv.end(), {"--port", absl::StrFormat("%d", ports.grpc)});
+    argv.insert(argv.end(),
+                {"--port", absl::StrFormat("%d", ports.grpc), "--api-key-file", key_file});
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   };
   return spec;
 }
 
-ServerSpec DraftSpec(const UpOptions& o, const std::string& draft_bin) {
+ServerSpec DraftSpec(const UpOptions& o, const std::string& draft_bin,
+                     const std::string& key_file) {
   ServerSpec spec;
   spec.label = "draft worker";
   spec.server_name = "tandem-draft";
-  spec.argv = [o, draft_bin](const ServerPorts& ports) {
+  spec.argv = [o, draft_bin, key_file](const ServerPorts& ports) {
     std::vector<std::string> argv = {
         draft_bin, "--model", o.draft_model.empty() ? o.model : o.draft_model, "--host",
         "127.0.0.1", "--port", absl::StrFormat("%d", ports.grpc), "--speculative",
-        o.speculative};
+        o.speculative, "--api-key-file", key_file};
     argv.insert(argv.end(), o.draft_args.begin(), o.draft_args.end());
     return argv;
   };
@@ -152,18 +157,20 @@ ServerSpec DraftSpec(const UpOptions& o, const std::string& draft_bin) {
 }
 
 // The coordinator, connected to every worker group and the draft worker
-// ("" = none).
+// ("" = none) with the cluster key in `key_file`.
 ServerSpec CoordinatorSpec(const UpOptions& o, const std::string& coordinator_bin,
-                           const std::vector<std::string>& workers, const std::string& draft) {
+                           const std::vector<std::string>& workers, const std::string& draft,
+                           const std::string& key_file) {
   ServerSpec spec;
   spec.label = "coordinator";
   spec.server_name = "tandem-coordinator";
   spec.coordinator = true;
   spec.tls = !o.tls_cert.empty();
   spec.ports = {.grpc = o.port, .http = o.http_port};
-  spec.argv = [o, coordinator_bin, workers, draft](const ServerPorts& ports) {
+  spec.argv = [o, coordinator_bin, workers, draft, key_file](const ServerPorts& ports) {
     std::vector<std::string> argv = {coordinator_bin, "--model", o.model, "--worker",
-                                     absl::StrJoin(workers, ",")};
+                                     absl::StrJoin(workers, ","), "--cluster-key-file",
+                                     key_file};
     if (!draft.empty()) argv.insert(argv.end(), {"--draft", draft});
     argv.insert(argv.end(), {"--port", absl::StrFormat("%d", ports.grpc), "--http-port",
                              absl::StrFormat("%d", ports.http), "--num-speculative-tokens",
@@ -180,17 +187,18 @@ ServerSpec CoordinatorSpec(const UpOptions& o, const std::string& coordinator_bi
 // Starts every worker group and the draft worker (unless --no-draft) side by
 // side (they load their models at the same time), then waits for each to
 // serve; their addresses into `workers` and `draft`.
-absl::Status StartWorkers(const UpOptions& o, const Binaries& bins, Supervisor& supervisor,
-                          std::vector<std::string>* workers, std::string* draft) {
+absl::Status StartWorkers(const UpOptions& o, const Binaries& bins, const std::string& key_file,
+                          Supervisor& supervisor, std::vector<std::string>* workers,
+                          std::string* draft) {
   ASSIGN_OR_RETURN(std::vector<std::string> prefix, WorkerPrefix(o, bins.worker));
   std::vector<size_t> groups;
   for (int32_t r = 0; r < o.replicas; ++r) {
-    groups.push_back(supervisor.Add(WorkerSpec(o, prefix, r)));
+    groups.push_back(supervisor.Add(WorkerSpec(o, prefix, r, key_file)));
     RETURN_IF_ERROR(supervisor.Launch(groups.back()));
   }
   std::optional<size_t> draft_index;
   if (o.draft) {
-    draft_index = supervisor.Add(DraftSpec(o, bins.draft));
+    draft_index = supervisor.Add(DraftSpec(o, bins.draft, key_file));
     RETURN_IF_ERROR(supervisor.Launch(*draft_index));
   }
   for (size_t g : groups) {
@@ -204,17 +212,19 @@ absl::Status StartWorkers(const UpOptions& o, const Binaries& bins, Supervisor& 
 }
 
 // Starts every process in order (worker groups and draft, then the
-// coordinator connected to them) under `supervisor`; returns the
+// coordinator connected to them; every internal call carries the cluster key
+// in `key_file`) under `supervisor`; returns the
 // coordinator's gRPC address once it serves (its HTTP address into
 // `http_address`, empty without HTTP). On an error, what did start is left
 // in `supervisor`.
-absl::StatusOr<std::string> StartCluster(const UpOptions& o, Supervisor& supervisor,
-                                         std::string* http_address) {
+absl::StatusOr<std::string> StartCluster(const UpOptions& o, const std::string& key_file,
+                                         Supervisor& supervisor, std::string* http_address) {
   ASSIGN_OR_RETURN(Binaries bins, FindBinaries(o));
   std::vector<std::string> workers;
   std::string draft;
-  RETURN_IF_ERROR(StartWorkers(o, bins, supervisor, &workers, &draft));
-  const size_t c = supervisor.Add(CoordinatorSpec(o, bins.coordinator, workers, draft));
+  RETURN_IF_ERROR(StartWorkers(o, bins, key_file, supervisor, &workers, &draft));
+  const size_t c =
+      supervisor.Add(CoordinatorSpec(o, bins.coordinator, workers, draft, key_file));
   RETURN_IF_ERROR(supervisor.Launch(c));
   return supervisor.AwaitServing(c, http_address);
 }
@@ -239,9 +249,13 @@ int UpCommand(const UpOptions& o) {
   supervision.grace = absl::Seconds(o.grace_s);
   supervision.startup_timeout = kStartupTimeout;
   supervision.health_timeout = kHealthTimeout;
+  // Closed by default: only holders of this file reach the internal ports.
+  absl::StatusOr<std::unique_ptr<ClusterKeyFile>> key = ClusterKeyFile::Create();
+  if (!key.ok()) return Fail(key.status());
   Supervisor supervisor(supervision);
   std::string http_address;
-  absl::StatusOr<std::string> address = StartCluster(o, supervisor, &http_address);
+  absl::StatusOr<std::string> address =
+      StartCluster(o, (*key)->path(), supervisor, &http_address);
   if (!address.ok()) {
     supervisor.StopAll();
     return Fail(address.status());

@@ -3,6 +3,9 @@
 worker group, a draft worker and a coordinator on 127.0.0.1, prints
 `tandem up: serving on HOST:PORT`; every server answers health SERVING, the
 coordinator knows the draft worker (ModelInfo) and answers a greedy request;
+the internal ports require the cluster key `tandem up` generated (a 0600
+file, removed at exit): without it TargetWorker and Draft calls are
+UNAUTHENTICATED;
 SIGINT / SIGTERM stop the coordinator first (a request in flight still
 completes), then the rest: exit 0 within 20 s and no tandem-worker, mpirun,
 tandem-draft or tandem-coordinator left. Runs: the defaults (TP=2 + draft;
@@ -23,7 +26,10 @@ import threading
 import time
 import unittest
 
+import grpc
+from grpc_channel import RPC_TIMEOUT, channel
 from stream_client import model_info
+from tandem.v1 import draft_pb2, draft_pb2_grpc, worker_pb2, worker_pb2_grpc
 
 BIN = os.environ["TANDEM_BIN"]
 MODEL = os.environ["TANDEM_MODEL"]
@@ -201,6 +207,8 @@ class UpTest(unittest.TestCase):
                 self.assertIsNone(draft_address, launcher.stderr())
                 self.assertEqual(drafts, [])
 
+            key_file = self.check_internal_ports_closed(launcher, draft_address if draft else None)
+
             p = run_cli([BIN, "generate", "--addr", launcher.address, "--prompt", "hi",
                          "--max-tokens", "4", "--temperature", "0", "--json",
                          "--timeout-s", "120"], timeout=180)
@@ -250,6 +258,7 @@ class UpTest(unittest.TestCase):
             # mpirun, draft, coordinator) is gone, not even a zombie.
             self.assertEqual(alive(launcher.pids_seen), {}, "processes left behind")
 
+            self.assertFalse(os.path.exists(key_file), "the cluster key file was left behind")
             # Nothing answers at the address any more.
             p = run_cli([BIN, "health", "--addr", launcher.address, "--timeout-s", "3"],
                         timeout=30)
@@ -258,6 +267,39 @@ class UpTest(unittest.TestCase):
             return launcher
         finally:
             launcher.kill()
+
+    def check_internal_ports_closed(self, launcher, draft_address):
+        """The workers and the draft require the cluster key `tandem up`
+        generated (a 0600 file handed to each as --api-key-file): without it
+        TargetWorker.Step / Reset / Info and Draft.Propose are
+        UNAUTHENTICATED, with it Info answers. Returns the key file's path."""
+        worker_args = [launcher.cmdlines[pid] for pid, comm in launcher.pids_seen.items()
+                       if comm == WORKER_COMM]
+        args = worker_args[0]
+        key_file = args[args.index(b"--api-key-file") + 1].decode()
+        self.assertEqual(os.stat(key_file).st_mode & 0o777, 0o600)
+        with open(key_file) as f:
+            key = f.read().strip()
+        self.assertRegex(key, r"^[0-9a-f]{64}$")
+        worker_port = int(launcher.server_address("tandem-worker").rsplit(":", 1)[1])
+        with channel(worker_port) as ch:
+            target = worker_pb2_grpc.TargetWorkerStub(ch)
+            for call, request in ((target.Step, worker_pb2.StepRequest(step_id=1)),
+                                  (target.Reset, worker_pb2.ResetRequest()),
+                                  (target.Info, worker_pb2.WorkerInfoRequest())):
+                with self.assertRaises(grpc.RpcError) as caught:
+                    call(request, timeout=RPC_TIMEOUT)
+                self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+            info = target.Info(worker_pb2.WorkerInfoRequest(), timeout=RPC_TIMEOUT,
+                               metadata=[("authorization", f"Bearer {key}")])
+            self.assertGreater(info.vocab_size, 0)
+        if draft_address is not None:
+            with channel(int(draft_address.rsplit(":", 1)[1])) as ch:
+                with self.assertRaises(grpc.RpcError) as caught:
+                    draft_pb2_grpc.DraftStub(ch).Propose(draft_pb2.ProposeRequest(),
+                                                        timeout=RPC_TIMEOUT)
+                self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+        return key_file
 
     def test_defaults_tp2_with_draft_stop_on_sigint(self):
         self.check_cluster(["--model", MODEL, "--port", "0", "--bin-dir", BIN_DIR,
