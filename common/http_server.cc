@@ -65,8 +65,9 @@ void HttpServer::Accept() {
   acceptor_->async_accept(net::make_strand(*io_context_), [this](error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted) return;
     if (!ec) {
+      const bool over_capacity = num_connections_.load() >= limits_.max_connections;
       std::make_shared<HttpSession>(std::move(socket), tls_context_.get(), handler_, limits_,
-                                    &open_exchanges_)
+                                    &open_exchanges_, &num_connections_, over_capacity)
           ->Run();
       Accept();
       return;

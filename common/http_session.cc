@@ -2,8 +2,11 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <string>
+#include <string_view>
 
 #include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
@@ -68,6 +71,18 @@ void HttpResponder::OnClientGone(std::function<void()> on_gone) const {
 
 namespace {
 
+// A session past the connection limit gets a short time to ask.
+HttpLimits OverCapacityLimits(HttpLimits limits, bool over_capacity) {
+  if (over_capacity) limits.idle_timeout = std::min(limits.idle_timeout, kOverCapacityTimeout);
+  return limits;
+}
+
+// Paths answered past the connection limit: the probes.
+bool IsProbe(boost::beast::string_view target) {
+  const boost::beast::string_view path = target.substr(0, target.find('?'));
+  return path == "/health" || path == "/ready";
+}
+
 // The stream of a session: TLS when the server has a context.
 HttpStream MakeStream(tcp::socket socket, net::ssl::context* tls_context) {
   if (tls_context != nullptr) return HttpStream(std::move(socket), *tls_context);
@@ -78,11 +93,16 @@ HttpStream MakeStream(tcp::socket socket, net::ssl::context* tls_context) {
 
 HttpSession::HttpSession(tcp::socket socket, net::ssl::context* tls_context,
                          HttpHandler* handler, const HttpLimits& limits,
-                         std::atomic<int64_t>* open_exchanges)
+                         std::atomic<int64_t>* open_exchanges,
+                         std::atomic<int64_t>* num_connections, bool over_capacity)
     : stream_(MakeStream(std::move(socket), tls_context)),
       handler_(handler),
-      limits_(limits),
-      open_exchanges_(open_exchanges) {}
+      limits_(OverCapacityLimits(limits, over_capacity)),
+      open_exchanges_(open_exchanges),
+      num_connections_(num_connections),
+      over_capacity_(over_capacity) {
+  num_connections_->fetch_add(1);
+}
 
 HttpSession::~HttpSession() {
   // Only when the server stops with an exchange open: its handler must
@@ -92,6 +112,7 @@ HttpSession::~HttpSession() {
   }
   if (on_gone_) on_gone_();
   if (in_exchange_) open_exchanges_->fetch_sub(1);
+  num_connections_->fetch_sub(1);
 }
 
 void HttpSession::Run() {
@@ -141,6 +162,49 @@ void HttpSession::ReadRequest() {
   parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
   parser_->body_limit(limits_.max_body_bytes);
   stream_.tcp().expires_after(ToChrono(limits_.idle_timeout));
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
+}
+
+namespace {
+
+// Why a request header that parsed cannot be served (status 0 when it can):
+// RFC 9112 requires Host in HTTP/1.1 (section 3.2) and has a server answer
+// 501 to a transfer coding it does not implement (section 6.1). Beast would
+// wait for the body of such a request until the idle timeout.
+std::pair<int, std::string> HeaderError(const http::request<http::string_body>& r) {
+  if (r.version() >= 11 && r.find(http::field::host) == r.end()) {
+    return {400, "an HTTP/1.1 request needs a Host header"};
+  }
+  const auto te = r.find(http::field::transfer_encoding);
+  if (te == r.end()) return {0, ""};
+  // (Beast itself refuses "chunked" beside a Content-Length.)
+  if (!boost::beast::iequals(te->value(), "chunked")) {
+    return {501, "Transfer-Encoding '" + std::string(te->value()) +
+                     "' is not supported: only 'chunked' is"};
+  }
+  return {0, ""};
+}
+
+}  // namespace
+
+void HttpSession::OnHeader(error_code ec) {
+  if (ec) {
+    OnRead(ec);
+    return;
+  }
+  auto [status, message] = HeaderError(parser_->get());
+  if (status == 0 && over_capacity_ && !IsProbe(parser_->get().target())) {
+    status = 503;
+    message = "the server has " + std::to_string(num_connections_->load() - 1) +
+              " connections open, its limit (--http-max-connections " +
+              std::to_string(limits_.max_connections) + "): retry later";
+  }
+  if (status != 0) {
+    Reject(status, std::move(message));
+    return;
+  }
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](error_code ec, size_t) { self->OnRead(ec); });
 }
@@ -170,6 +234,10 @@ void HttpSession::RejectUnreadable(error_code ec) {
     message = "the request header is larger than the limit of " +
               std::to_string(limits_.max_header_bytes) + " bytes";
   }
+  Reject(status, std::move(message));
+}
+
+void HttpSession::Reject(int status, std::string message) {
   ++exchange_;
   in_exchange_ = true;
   open_exchanges_->fetch_add(1);
@@ -185,7 +253,8 @@ void HttpSession::StartExchange() {
   ending_ = false;
   header_sent_ = false;
   open_exchanges_->fetch_add(1);
-  keep_alive_ = parser_->get().keep_alive();
+  keep_alive_ = parser_->get().keep_alive() && !over_capacity_;
+  version_ = parser_->get().version();
   HttpRequest request = parser_->release();
   parser_.reset();
   stream_.tcp().expires_never();
@@ -278,11 +347,14 @@ void HttpSession::WriteNext() {
   }
   if (!header_sent_) {
     header_sent_ = true;
-    stream_header_.emplace(http::status::ok, 11);
+    // HTTP/1.0 has no chunked encoding: the body ends with the connection.
+    const bool chunked = version_ >= 11;
+    if (!chunked) keep_alive_ = false;
+    stream_header_.emplace(http::status::ok, chunked ? 11 : 10);
     stream_header_->set(http::field::content_type, "text/event-stream");
     stream_header_->set(http::field::cache_control, "no-cache");
     stream_header_->keep_alive(keep_alive_);
-    stream_header_->chunked(true);
+    stream_header_->chunked(chunked);
     header_serializer_.emplace(*stream_header_);
     http::async_write_header(stream_, *header_serializer_,
                              [self = shared_from_this()](error_code ec, size_t) {
@@ -295,7 +367,10 @@ void HttpSession::WriteNext() {
                              });
     return;
   }
-  if (out.kind == Outgoing::Kind::kChunk) {
+  if (version_ < 11) {
+    // Raw bytes; the last "chunk" is empty and the close ends the body.
+    net::async_write(stream_, net::buffer(out.data), std::move(on_written));
+  } else if (out.kind == Outgoing::Kind::kChunk) {
     net::async_write(stream_, http::make_chunk(net::buffer(out.data)), std::move(on_written));
   } else {
     net::async_write(stream_, http::make_chunk_last(), std::move(on_written));

@@ -57,7 +57,14 @@ struct HttpLimits {
   absl::Duration idle_timeout = absl::Seconds(60);
   // One write to the client must complete within this.
   absl::Duration write_timeout = absl::Seconds(30);
+  // Connections served at once. One past it is still accepted, but only
+  // for /health and /ready (a liveness probe must not fail because
+  // clients hold every slot): it has kOverCapacityTimeout to send its
+  // request, anything else gets 503 naming the limit, and it is closed.
+  int64_t max_connections = 4096;
 };
+
+inline constexpr absl::Duration kOverCapacityTimeout = absl::Seconds(2);
 
 // A complete response.
 struct HttpResponse {
@@ -104,8 +111,8 @@ class HttpHandler {
  public:
   virtual ~HttpHandler() = default;
   virtual void Handle(const HttpRequest& request, HttpResponder responder) = 0;
-  // The answer to a request that could not be read (`status` 400, 413 or
-  // 431; `message` says why, naming the limit).
+  // The answer to a request that could not be read (`status` 400, 413,
+  // 431 or 501; `message` says why, naming the limit).
   virtual HttpResponse ErrorResponse(int status, const std::string& message) = 0;
 };
 
@@ -115,9 +122,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // counts the exchanges being answered (HttpServer drains on it). With
   // `tls_context` (which must outlive the session too) the connection speaks
   // TLS; null: plain HTTP.
+  // `num_connections` (which must outlive the session too) counts the
+  // server's sessions: this one from construction to destruction.
+  // `over_capacity`: the session was accepted past limits.max_connections.
   HttpSession(boost::asio::ip::tcp::socket socket, boost::asio::ssl::context* tls_context,
               HttpHandler* handler, const HttpLimits& limits,
-              std::atomic<int64_t>* open_exchanges);
+              std::atomic<int64_t>* open_exchanges, std::atomic<int64_t>* num_connections,
+              bool over_capacity);
   ~HttpSession();
 
   // Starts the TLS handshake, or reading the first request.
@@ -135,10 +146,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void Handshake();
   // Answers a plain-HTTP request on the TLS port in plaintext (400) and closes.
   void RejectPlainHttp();
+  // Reads the header, checks it (HeaderError), then reads the body.
   void ReadRequest();
+  void OnHeader(boost::beast::error_code ec);
   void OnRead(boost::beast::error_code ec);
   // Answers a request that could not be read (400/413/431) and closes.
   void RejectUnreadable(boost::beast::error_code ec);
+  // Answers the request with `status` and `message` and closes.
+  void Reject(int status, std::string message);
   void StartExchange();
   void EndExchange();
   void WatchForClose();
@@ -159,12 +174,17 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   HttpHandler* const handler_;
   const HttpLimits limits_;
   std::atomic<int64_t>* const open_exchanges_;
+  std::atomic<int64_t>* const num_connections_;
+  const bool over_capacity_;
 
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   uint64_t exchange_ = 0;   // the current exchange's number; 0 before the first
   bool in_exchange_ = false;
   bool ending_ = false;  // the exchange's last write is queued
   bool keep_alive_ = false;
+  // The request's HTTP version (10 or 11): an HTTP/1.0 client gets a stream
+  // as raw bytes up to the close, since it cannot read chunked encoding.
+  unsigned version_ = 11;
   bool header_sent_ = false;  // stream: the response header is out
   bool closed_ = false;
   bool watching_ = false;

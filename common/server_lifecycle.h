@@ -19,6 +19,7 @@
 #ifndef TANDEM_COMMON_SERVER_LIFECYCLE_H_
 #define TANDEM_COMMON_SERVER_LIFECYCLE_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,12 @@ namespace tandem {
 // before any thread exists (gRPC's, a model's pool, MPI's), so that every
 // thread inherits the mask and only WaitForShutdownSignal() receives them.
 void BlockShutdownSignals();
+
+// Raises the soft RLIMIT_NOFILE to the hard limit (a server holds a socket
+// per connection; the usual soft default of 1,024 runs out under a few
+// hundred idle clients) and returns the soft limit now in force. Call it at
+// start-up, before serving.
+int64_t RaiseOpenFileLimit();
 
 // Waits until SIGTERM or SIGINT is delivered; returns its number. Requires
 // BlockShutdownSignals() first (else the default action kills the process).

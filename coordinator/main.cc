@@ -107,6 +107,10 @@ ABSL_FLAG(int64_t, http_max_header_bytes, 16 << 10,
           "Largest HTTP request header accepted (larger: 431)");
 ABSL_FLAG(int32_t, http_idle_timeout_s, 60,
           "An HTTP connection must deliver a complete request within this many seconds");
+ABSL_FLAG(int64_t, http_max_connections, 4096,
+          "HTTP connections served at once; past it a connection may still ask /health or "
+          "/ready, anything else gets 503 at once (the soft open-file limit is raised to the "
+          "hard one at start-up)");
 ABSL_FLAG(int32_t, http_write_timeout_s, 30,
           "A write to an HTTP client must complete within this many seconds (slow client: the "
           "connection is closed and its requests cancelled)");
@@ -367,6 +371,12 @@ absl::Status ReadHttpFlags(CoordinatorConfig& config) {
   config.http_limits.max_header_bytes = static_cast<size_t>(header);
   config.http_limits.idle_timeout = absl::Seconds(idle_s);
   config.http_limits.write_timeout = absl::Seconds(write_s);
+  config.http_limits.max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  if (config.http_limits.max_connections < 1 || config.http_limits.max_connections > 1000000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--http-max-connections %d is out of range: must be in [1, 1000000]",
+        config.http_limits.max_connections));
+  }
   config.served_model_name = absl::GetFlag(FLAGS_served_model_name);
   ASSIGN_OR_RETURN(config.api_key, ApiKey::FromFlags(absl::GetFlag(FLAGS_api_key),
                                                      absl::GetFlag(FLAGS_api_key_file)));
@@ -658,6 +668,7 @@ int Serve(const CoordinatorConfig& config, Coordinator& c) {
 
 int main(int argc, char** argv) {
   BlockShutdownSignals();
+  RaiseOpenFileLimit();
   const Program program{
       kProcess,
       {{"", "--model M.gguf (--worker TARGET[,TARGET...] | --local) [flags]",

@@ -230,6 +230,7 @@ int Serve(const DraftConfig& config) {
 
 int main(int argc, char** argv) {
   BlockShutdownSignals();
+  RaiseOpenFileLimit();
   const Program program{
       kProcess,
       {{"", "[--speculative model|ngram|layer-skip:L] [--model PATH] [flags]",

@@ -354,6 +354,7 @@ int ServeRankZero(const WorkerConfig& config, const Target& target, parallel::Co
 
 int main(int argc, char** argv) {
   BlockShutdownSignals();
+  RaiseOpenFileLimit();
   Group group = JoinGroup(&argc, &argv);
   const Program program{
       kProcess,

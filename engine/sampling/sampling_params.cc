@@ -144,6 +144,13 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int32_t vocab_size)
     return OutOfRange("beam_candidates", int64_t{p.beam_candidates},
                       absl::StrCat("in [0, ", kMaxBeamCandidates, "]"));
   }
+  if (p.beam_sample && !(p.beam_candidates >= 1 && p.temperature >= kGreedyTemperature)) {
+    // The beam warpers divide by the temperature and rank candidates.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "beam_sample with beam_candidates ", p.beam_candidates, " and temperature ",
+        p.temperature, ": beam sampling needs beam_candidates >= 1 and temperature >= ",
+        kGreedyTemperature));
+  }
   if (p.n < 1 || p.n > kMaxN) {
     return OutOfRange("n", int64_t{p.n}, absl::StrCat("in [1, ", kMaxN, "]"));
   }

@@ -25,6 +25,7 @@ Env: TANDEM_COORDINATOR_BIN, TANDEM_BIN, TANDEM_MODEL.
 import http.client
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -255,6 +256,50 @@ class OpenAiApiTest(unittest.TestCase):
             self.assertIn(needle, reply["error"]["message"])
         self.assertIsNone(self.server.proc.poll())
 
+    def raw_exchange(self, request, timeout=10):
+        """The bytes the server sends for `request` (raw bytes) until it
+        closes the connection; raises socket.timeout past `timeout` s."""
+        host, port = self.server.http_address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=timeout) as s:
+            s.sendall(request)
+            chunks = []
+            while True:
+                data = s.recv(65536)
+                if not data:
+                    return b"".join(chunks)
+                chunks.append(data)
+
+    def test_http_framing_errors_are_answered_not_hung(self):
+        body = b'{"prompt": "hi", "max_tokens": 2}'
+        cases = [
+            # An unknown transfer coding beside a Content-Length hung to the idle timeout.
+            (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n"
+             b"Content-Length: %d\r\n\r\n" % len(body) + body, b"501", b"xchunked"),
+            (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+             b"Content-Length: %d\r\n\r\n" % len(body) + body, b"400", b"Content-Length"),
+            (b"POST /v1/completions HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body)
+             + body, b"400", b"Host header"),
+        ]
+        for request, status, needle in cases:
+            started = time.monotonic()
+            reply = self.raw_exchange(request)
+            self.assertLess(time.monotonic() - started, 5)
+            self.assertTrue(reply.startswith(b"HTTP/1.1 " + status), reply[:200])
+            self.assertIn(needle, reply)
+
+    def test_http10_stream_is_not_chunked(self):
+        body = json.dumps({"prompt": "hi", "max_tokens": 4, "temperature": 0,
+                           "stream": True}).encode()
+        reply = self.raw_exchange(b"POST /v1/completions HTTP/1.0\r\nContent-Type: "
+                                  b"application/json\r\nContent-Length: %d\r\n\r\n"
+                                  % len(body) + body, timeout=120)
+        head, _, payload = reply.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.0 200"), head)
+        self.assertNotIn(b"chunked", head.lower())
+        # The SSE events as sent, ended by the close.
+        self.assertTrue(payload.startswith(b"data: {"), payload[:100])
+        self.assertTrue(payload.rstrip().endswith(b"data: [DONE]"), payload[-100:])
+
     def test_http_level_errors(self):
         addr = self.server.http_address
         status, body, _ = http_request(addr, "POST", "/v1/completions", body="{not json")
@@ -319,6 +364,57 @@ class OpenAiApiTest(unittest.TestCase):
 def scrape(address):
     """metrics_scrape.samples() of the coordinator's /metrics."""
     return metrics_scrape.scrape(f"http://{address}/metrics")
+
+
+class ConnectionLimitTest(unittest.TestCase):
+    """--http-max-connections: past it /health still answers at once and any
+    other request gets 503; with the default limits 1,500 idle connections
+    leave /health answering in < 1 s (the soft open-file limit is raised)."""
+
+    @classmethod
+    def setUpClass(cls):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+
+    def idle_connections(self, server, count):
+        host, port = server.http_address.rsplit(":", 1)
+        socks = []
+        for _ in range(count):
+            socks.append(socket.create_connection((host, int(port)), timeout=10))
+        self.addCleanup(lambda: [s.close() for s in socks])
+        return socks
+
+    def test_past_the_limit_health_answers_and_generation_is_503(self):
+        server = start_coordinator(["--http-max-connections", "8"])
+        self.addCleanup(server.kill)
+        self.idle_connections(server, 8)
+        time.sleep(0.5)  # every idle connection is accepted
+        started = time.monotonic()
+        status, _, _ = http_request(server.http_address, "GET", "/health", timeout=5)
+        self.assertEqual(status, 200)
+        self.assertLess(time.monotonic() - started, 1.0)
+        status, body, _ = http_request(
+            server.http_address, "POST", "/v1/completions",
+            body=json.dumps({"prompt": "hi", "max_tokens": 2}), timeout=5)
+        self.assertEqual(status, 503, body)
+        self.assertIn("--http-max-connections 8", body["error"]["message"])
+
+    def test_1500_idle_connections_leave_health_answering(self):
+        # The coordinator starts with the usual soft limit of 1,024 files.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+        try:
+            server = start_coordinator()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        self.addCleanup(server.kill)
+        self.idle_connections(server, 1500)
+        started = time.monotonic()
+        status, _, _ = http_request(server.http_address, "GET", "/health", timeout=5)
+        elapsed = time.monotonic() - started
+        self.assertEqual(status, 200)
+        self.assertLess(elapsed, 1.0)
+        self.assertIsNone(server.proc.poll())
 
 
 class MetricsTest(unittest.TestCase):

@@ -544,6 +544,20 @@ TEST_F(MalformedRequestTest, BadSamplingParams) {
   EXPECT_TRUE(Rejected(r, {"sequence 8", "temperature", "-0.5"}));
 }
 
+TEST_F(MalformedRequestTest, BeamSamplingAtTemperatureZero) {
+  // Tripped a CHECK in the worker's beam warpers (they divide by it).
+  tandem::v1::StepRequest r;
+  tandem::v1::NewSequence* ns = r.add_new_sequences();
+  ns->set_seq_id(8);
+  ns->mutable_sampling()->set_temperature(0.0f);
+  ns->set_beam_candidates(4);
+  ns->set_beam_sample(true);
+  EXPECT_TRUE(Rejected(r, {"sequence 8", "beam_sample", "temperature 0"}));
+  ns->mutable_sampling()->set_temperature(1.0f);
+  ns->set_beam_candidates(0);
+  EXPECT_TRUE(Rejected(r, {"sequence 8", "beam_candidates 0"}));
+}
+
 TEST_F(MalformedRequestTest, NewBlockIdOutOfRange) {
   tandem::v1::StepRequest r = ValidStep();
   r.mutable_sequences(0)->add_new_block_ids(kNumBlocks);
