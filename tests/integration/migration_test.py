@@ -22,6 +22,7 @@ run, smaller in the ASan job, where every stream costs several times as much.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -169,17 +170,38 @@ class LostReplicaTest(unittest.TestCase):
     TOKENS = 64
 
     def setUp(self):
-        self.workers = [Server([WORKER, "--model", MODEL, "--port", "0", "--threads", "1"],
-                               "tandem-worker") for _ in range(2)]
+        self.workers = []
         self.addCleanup(self.stop)
+        self.path = write_temp("".join(json.dumps(r) + "\n"
+                                       for r in greedy_requests(self.STREAMS, self.TOKENS)))
+        self.addCleanup(os.unlink, self.path)
+
+    def start(self, victim_tp=1):
+        """Worker 0 (the victim: one process, or a TP group under mpirun),
+        worker 1 and the coordinator in front of both."""
+        args = [WORKER, "--model", MODEL, "--port", "0", "--threads", "1"]
+        if victim_tp > 1:
+            # Fast precision's all-reduce changes the sums, so only reference
+            # precision gives the same tokens on a TP group and a lone worker.
+            args += ["--precision", "reference"]
+        if victim_tp == 1:
+            self.workers.append(Server(args, "tandem-worker"))
+        else:
+            mpirun = shutil.which("mpirun")
+            if mpirun is None:
+                self.skipTest("mpirun not found")
+            env = dict(os.environ, OMPI_MCA_plm_rsh_agent="", OMPI_MCA_mpi_yield_when_idle="1")
+            group = Server([mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
+                            str(victim_tp)] + args, "tandem-worker", env=env, required=False)
+            self.workers.append(group)
+            if group.address is None:
+                self.skipTest(f"mpirun cannot start the TP group here: {group.stderr()[-500:]}")
+        self.workers.append(Server(args, "tandem-worker"))
         self.coordinator = Server(
             [COORDINATOR, "--model", MODEL, "--port", "0", "--http-port", "-1",
              "--worker", ",".join(w.address for w in self.workers), "--max-migrations", "3",
              "--migration-timeout-ms", "1000", "--step-timeout-floor-ms", "5000"],
             "tandem-coordinator")
-        self.path = write_temp("".join(json.dumps(r) + "\n"
-                                       for r in greedy_requests(self.STREAMS, self.TOKENS)))
-        self.addCleanup(os.unlink, self.path)
 
     def stop(self):
         for s in [getattr(self, "coordinator", None)] + self.workers:
@@ -192,10 +214,10 @@ class LostReplicaTest(unittest.TestCase):
              "--concurrency", str(self.STREAMS), "--json", "--timeout-s", "300"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def run_losing(self, victim_signal):
-        """The baseline, then the same run with worker 0 sent `victim_signal`
-        mid-decode; returns the seconds from the signal until ModelInfo
-        reported the victim unhealthy."""
+    def run_losing(self, victim_signal, victim_pid=None):
+        """The baseline, then the same run with worker 0 (or `victim_pid`(),
+        one of its ranks) sent `victim_signal` mid-decode; returns the seconds
+        from the signal until ModelInfo reported the victim unhealthy."""
         baseline = self.generate()
         out, err = baseline.communicate(timeout=TIMEOUT)
         self.assertEqual(baseline.returncode, 0, err)
@@ -204,7 +226,7 @@ class LostReplicaTest(unittest.TestCase):
         before = group_counters(self.coordinator.port)[victim].num_generated_tokens
         run = self.generate()
         TwoReplicaTest.wait_mid_decode(self, victim, run, before)
-        self.workers[0].proc.send_signal(victim_signal)
+        os.kill(victim_pid() if victim_pid else self.workers[0].proc.pid, victim_signal)
         lost_at = time.monotonic()
         while group_counters(self.coordinator.port)[victim].healthy:
             self.assertLess(time.monotonic() - lost_at, 30, "the victim never turned unhealthy")
@@ -232,12 +254,34 @@ class LostReplicaTest(unittest.TestCase):
         return unhealthy_after
 
     def test_killed_replica_never_restarted(self):
+        self.start()
         self.run_losing(signal.SIGKILL)
 
     def test_hung_replica_is_unhealthy_within_5s_and_its_requests_migrate(self):
+        self.start()
         after = self.run_losing(signal.SIGSTOP)
         print(f"hung replica reported unhealthy after {after:.2f} s", file=sys.stderr)
         self.assertLess(after, 5.0)
+
+
+    def test_tp2_group_losing_its_second_rank(self):
+        self.start(victim_tp=2)
+        session = self.workers[0].proc.pid  # mpirun leads its session
+
+        def rank1():
+            for entry in os.listdir("/proc"):
+                try:
+                    with open(f"/proc/{entry}/environ", "rb") as f:
+                        env = f.read().split(b"\0")
+                    if os.getsid(int(entry)) == session and b"OMPI_COMM_WORLD_RANK=1" in env:
+                        with open(f"/proc/{entry}/cmdline", "rb") as f:
+                            if b"tandem-worker" in f.read():
+                                return int(entry)
+                except (OSError, ValueError):
+                    continue
+            self.fail("rank 1 of the TP group not found")
+
+        self.run_losing(signal.SIGKILL, victim_pid=rank1)
 
 
 class OneReplicaTest(unittest.TestCase):
