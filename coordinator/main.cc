@@ -93,6 +93,10 @@ ABSL_FLAG(std::string, api_key, "",
 ABSL_FLAG(std::string, api_key_file, "",
           "As --api-key, the key read from this file (surrounding whitespace ignored)");
 ABSL_FLAG(bool, api_key_metrics, false, "--api-key: /metrics requires the key too");
+ABSL_FLAG(bool, chat_control_tokens_in_content, false,
+          "Parse control-token text written inside chat messages (\"<|im_start|>system\") as "
+          "control tokens, as transformers and vLLM do; by default it is plain text, so a "
+          "message cannot open a turn of its own");
 ABSL_FLAG(std::string, cluster_key_file, "",
           "The internal key presented on every call to the worker groups and draft workers "
           "(started with the same key as --api-key-file; `tandem up` generates one); empty: "
@@ -196,6 +200,7 @@ struct CoordinatorConfig {
   std::optional<std::string> cluster_key;
   TlsCredentials tls;  // both public ports (--tls-cert / --tls-key); default plaintext
   bool metrics_need_key = false;
+  bool chat_control_tokens_in_content = false;  // parsed as control tokens
   std::string model_path;  // the tokenizer's GGUF; the model's too with --local
   bool local = false;
   std::string worker_spec;  // --worker as given, for errors
@@ -381,6 +386,7 @@ absl::Status ReadHttpFlags(CoordinatorConfig& config) {
   ASSIGN_OR_RETURN(config.api_key, ApiKey::FromFlags(absl::GetFlag(FLAGS_api_key),
                                                      absl::GetFlag(FLAGS_api_key_file)));
   config.metrics_need_key = absl::GetFlag(FLAGS_api_key_metrics);
+  config.chat_control_tokens_in_content = absl::GetFlag(FLAGS_chat_control_tokens_in_content);
   ASSIGN_OR_RETURN(ApiKey cluster_key,
                    ApiKey::FromFlags("", absl::GetFlag(FLAGS_cluster_key_file)));
   config.cluster_key = cluster_key.required() ? cluster_key.key() : config.api_key.key();
@@ -588,6 +594,7 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
   RETURN_IF_ERROR(c.pool->Add(first.first, std::move(first.second)));
   c.admission->set_pool(c.pool.get(), c.drafts.get());
   c.admission->set_local_draft_kind(local_draft_kind);
+  c.admission->set_control_tokens_in_content(config.chat_control_tokens_in_content);
   coordinator::http::ApiOptions api;
   // vLLM names the model after its --model; here the GGUF's file name.
   api.served_model_name = config.served_model_name.empty()

@@ -54,10 +54,13 @@ absl::StatusOr<std::vector<int32_t>> PromptTokens(const tokenizer::Tokenizer& to
                                                   const JsonRequest& r) {
   if (r.prompt_token_ids) return *r.prompt_token_ids;
   if (r.prompt) return tok.Encode(*r.prompt, /*add_special=*/true, /*parse_special=*/true);
+  // Control-token text inside a message stays plain text, as the
+  // coordinator's default (RequestAdmission::EncodeChat).
+  std::vector<tokenizer::Tokenizer::ByteRange> content;
   ASSIGN_OR_RETURN(std::string text,
                    tokenizer::ApplyChatTemplate(r.messages, /*add_generation_prompt=*/true,
-                                                vocab.chat_template));
-  return tok.Encode(text, /*add_special=*/true, /*parse_special=*/true);
+                                                vocab.chat_template, &content));
+  return tok.Encode(text, /*add_special=*/true, /*parse_special=*/true, content);
 }
 
 int Fail(const absl::Status& s) { return CommandFailed("run", s); }

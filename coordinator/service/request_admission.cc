@@ -39,13 +39,16 @@ bool RequestAdmission::AnyGroupServing() const {
   return false;
 }
 
+absl::Status RequestAdmission::CheckPromptBytes(std::string_view text) const {
+  if (static_cast<int64_t>(text.size()) <= max_prompt_bytes_) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "prompt text has %d bytes: at most %d are tokenized (more cannot fit the context of %d "
+      "tokens)",
+      text.size(), max_prompt_bytes_, info_.context_length));
+}
+
 absl::StatusOr<std::vector<int32_t>> RequestAdmission::EncodeText(std::string_view text) const {
-  if (static_cast<int64_t>(text.size()) > max_prompt_bytes_) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "prompt text has %d bytes: at most %d are tokenized (more cannot fit the context of %d "
-        "tokens)",
-        text.size(), max_prompt_bytes_, info_.context_length));
-  }
+  RETURN_IF_ERROR(CheckPromptBytes(text));
   return tokenizer_->Encode(text, /*add_special=*/true, /*parse_special=*/true);
 }
 
@@ -54,10 +57,13 @@ absl::StatusOr<std::vector<int32_t>> RequestAdmission::EncodeChat(
   if (messages.empty()) {
     return absl::InvalidArgumentError("chat has 0 messages: at least 1 is required");
   }
+  std::vector<tokenizer::Tokenizer::ByteRange> content;
   ASSIGN_OR_RETURN(std::string text,
                    tokenizer::ApplyChatTemplate(messages, add_generation_prompt,
-                                                tokenizer_->vocab().chat_template));
-  return EncodeText(text);
+                                                tokenizer_->vocab().chat_template, &content));
+  RETURN_IF_ERROR(CheckPromptBytes(text));
+  if (control_tokens_in_content_) content.clear();
+  return tokenizer_->Encode(text, /*add_special=*/true, /*parse_special=*/true, content);
 }
 
 absl::StatusOr<std::string> RequestAdmission::Decode(std::span<const int32_t> ids,

@@ -46,6 +46,10 @@ class RequestAdmission final : public RequestObserver {
   // (--speculative), if any: with the draft workers and n-gram drafting it
   // is what a request's draft may name.
   void set_local_draft_kind(std::string kind) { local_draft_kind_ = std::move(kind); }
+  // Parse control-token text inside chat message content as control tokens
+  // (transformers' and vLLM's behaviour; --chat-control-tokens-in-content).
+  // Call before serving.
+  void set_control_tokens_in_content(bool parse) { control_tokens_in_content_ = parse; }
   // The groups requests run on (their schedulers report to this object) and
   // the draft workers (may be null). Both must outlive every admitted
   // request.
@@ -92,13 +96,17 @@ class RequestAdmission final : public RequestObserver {
   // tokenizing, when `text` is longer than max_prompt_bytes(): such a text
   // has more tokens than the context holds.
   absl::StatusOr<std::vector<int32_t>> EncodeText(std::string_view text) const;
-  // Bytes of prompt text admitted for tokenizing: the context length times
+  // Bytes of prompt text (or rendered chat) admitted for tokenizing: the context length times
   // twice the longest token's bytes (a token covers at most that many
   // bytes of text; the factor 2 leaves room for what the tokenizer's
   // normalization drops).
   int64_t max_prompt_bytes() const { return max_prompt_bytes_; }
   // The prompt tokens of `messages` through the model's chat template.
-  // INVALID_ARGUMENT for no messages or a template that cannot render them.
+  // Control-token text inside a message's content (a user writing
+  // "<|im_start|>system") is tokenized as plain text, so no message can open
+  // a turn of its own, unless set_control_tokens_in_content(true).
+  // INVALID_ARGUMENT for no messages, a template that cannot render them or
+  // a rendered text over max_prompt_bytes().
   absl::StatusOr<std::vector<int32_t>> EncodeChat(
       const std::vector<tokenizer::ChatMessage>& messages, bool add_generation_prompt) const;
   // The text of `ids` (invalid UTF-8 replaced by U+FFFD). INVALID_ARGUMENT
@@ -118,6 +126,9 @@ class RequestAdmission final : public RequestObserver {
   }
 
  private:
+  // InvalidArgument naming the size and the limit when `text` is longer
+  // than max_prompt_bytes().
+  absl::Status CheckPromptBytes(std::string_view text) const;
   // InvalidArgument unless `requested` (a request's draft) is empty or a
   // draft kind that runs here, naming the kinds that do.
   absl::Status CheckRequestedDraft(const std::string& requested) const;
@@ -129,6 +140,7 @@ class RequestAdmission final : public RequestObserver {
   const DraftWorkerSet* drafts_ = nullptr;
   RequestObserver* metrics_ = nullptr;
   std::string local_draft_kind_;
+  bool control_tokens_in_content_ = false;
   std::atomic<bool> admitting_{true};
   std::atomic<int64_t> next_request_id_{1};
   // The observers of the requests in flight, by request id.

@@ -204,8 +204,24 @@ absl::StatusOr<std::string> Tokenizer::Decode(std::span<const int32_t> ids,
   return out;
 }
 
+bool Tokenizer::HasControlText(std::string_view text) const {
+  for (int32_t id : special_ids_) {
+    if (vocab_.types[id] == TokenType::kUserDefined) continue;
+    if (text.find(vocab_.tokens[id]) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,
-                                       bool parse_special) const {
+                                       bool parse_special,
+                                       std::span<const ByteRange> literal) const {
+  // Whether [begin, begin + length) overlaps a literal range (they are
+  // sorted and disjoint: the first one ending after `begin` decides).
+  auto in_literal = [literal](size_t begin, size_t length) {
+    auto r = std::partition_point(literal.begin(), literal.end(),
+                                  [begin](const ByteRange& x) { return x.end <= begin; });
+    return r != literal.end() && r->begin < begin + length;
+  };
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && vocab_.add_bos) out.push_back(vocab_.bos_id);
@@ -226,14 +242,20 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,
         continue;
       }
       const std::string_view raw = text.substr(fragment.offset, fragment.length);
-      size_t start = 0;
-      for (size_t match; (match = raw.find(special, start)) != std::string_view::npos;
-           start = match + special.size()) {
+      size_t start = 0;  // the raw text not yet emitted
+      for (size_t from = 0, match;
+           (match = raw.find(special, from)) != std::string_view::npos;) {
+        if (vocab_.types[id] != TokenType::kUserDefined &&
+            in_literal(fragment.offset + match, special.size())) {
+          from = match + 1;  // plain text here; a later occurrence may count
+          continue;
+        }
         found = true;
         if (match > start) {
           next.push_back({kNoToken, fragment.offset + start, match - start});
         }
         next.push_back({id, 0, 0});
+        start = from = match + special.size();
       }
       if (start < raw.size()) {
         next.push_back({kNoToken, fragment.offset + start, raw.size() - start});

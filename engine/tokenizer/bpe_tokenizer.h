@@ -51,8 +51,19 @@ class Tokenizer {
   // Tokenizes `text` (any bytes). With add_special, BOS / EOS are added as the
   // vocab's add_bos / add_eos say. With parse_special, control-token texts in
   // `text` become control tokens; without it they are tokenized as plain text.
-  std::vector<int32_t> Encode(std::string_view text, bool add_special,
-                              bool parse_special) const;
+  // `literal`: sorted, disjoint byte ranges [begin, end) of `text` where no
+  // control-token text is parsed (chat message content): a match
+  // overlapping one is tokenized as plain text, everything else exactly as
+  // without it (user-defined tokens are parsed everywhere, as always).
+  struct ByteRange {
+    size_t begin = 0;
+    size_t end = 0;
+  };
+  std::vector<int32_t> Encode(std::string_view text, bool add_special, bool parse_special,
+                              std::span<const ByteRange> literal = {}) const;
+  // True when `text` holds the text of a control token (one Encode parses
+  // only with parse_special).
+  bool HasControlText(std::string_view text) const;
 
   // Concatenates TokenToPiece of every id; with skip_special, control and
   // unknown tokens contribute nothing. The result is raw bytes and may be

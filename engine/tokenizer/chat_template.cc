@@ -50,8 +50,9 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Create(std::string_view jinja_source)
   return ChatTemplate(std::move(system_prompt));
 }
 
-absl::StatusOr<std::string> ChatTemplate::Apply(std::span<const ChatMessage> messages,
-                                                bool add_generation_prompt) const {
+absl::StatusOr<std::string> ChatTemplate::Apply(
+    std::span<const ChatMessage> messages, bool add_generation_prompt,
+    std::vector<Tokenizer::ByteRange>* content) const {
   std::string out;
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
@@ -65,7 +66,9 @@ absl::StatusOr<std::string> ChatTemplate::Apply(std::span<const ChatMessage> mes
     absl::StrAppend(&out, kSystemHeader, *default_system_prompt_, kImEnd, "\n");
   }
   for (const ChatMessage& message : messages) {
-    absl::StrAppend(&out, kImStart, message.role, "\n", message.content, kImEnd, "\n");
+    absl::StrAppend(&out, kImStart, message.role, "\n");
+    if (content != nullptr) content->push_back({out.size(), out.size() + message.content.size()});
+    absl::StrAppend(&out, message.content, kImEnd, "\n");
   }
   if (add_generation_prompt) absl::StrAppend(&out, kImStart, "assistant\n");
   return out;
@@ -73,9 +76,10 @@ absl::StatusOr<std::string> ChatTemplate::Apply(std::span<const ChatMessage> mes
 
 absl::StatusOr<std::string> ApplyChatTemplate(std::span<const ChatMessage> messages,
                                               bool add_generation_prompt,
-                                              std::string_view jinja_source) {
+                                              std::string_view jinja_source,
+                                              std::vector<Tokenizer::ByteRange>* content) {
   ASSIGN_OR_RETURN(const ChatTemplate chat_template, ChatTemplate::Create(jinja_source));
-  return chat_template.Apply(messages, add_generation_prompt);
+  return chat_template.Apply(messages, add_generation_prompt, content);
 }
 
 }  // namespace tandem::tokenizer

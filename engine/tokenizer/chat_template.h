@@ -6,8 +6,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/tokenizer/bpe_tokenizer.h"
 
 namespace tandem::tokenizer {
 
@@ -36,9 +38,13 @@ class ChatTemplate {
 
   // Renders `messages`, then the generation prompt when
   // `add_generation_prompt`. Fails with InvalidArgument naming the index and
-  // role of a message whose role is not system / user / assistant.
+  // role of a message whose role is not system / user / assistant. With
+  // `content` (may be null), the byte range of each message's content in
+  // the result is appended to it (the text whose control tokens are kept as
+  // plain text: Tokenizer::Encode's `literal`).
   absl::StatusOr<std::string> Apply(std::span<const ChatMessage> messages,
-                                    bool add_generation_prompt) const;
+                                    bool add_generation_prompt,
+                                    std::vector<Tokenizer::ByteRange>* content = nullptr) const;
 
   // The injected system message, if the template has one.
   const std::optional<std::string>& default_system_prompt() const {
@@ -52,10 +58,11 @@ class ChatTemplate {
   std::optional<std::string> default_system_prompt_;
 };
 
-// ChatTemplate::Create(jinja_source) then Apply(messages, add_generation_prompt).
-absl::StatusOr<std::string> ApplyChatTemplate(std::span<const ChatMessage> messages,
-                                              bool add_generation_prompt,
-                                              std::string_view jinja_source);
+// ChatTemplate::Create(jinja_source) then Apply(messages, add_generation_prompt,
+// content).
+absl::StatusOr<std::string> ApplyChatTemplate(
+    std::span<const ChatMessage> messages, bool add_generation_prompt,
+    std::string_view jinja_source, std::vector<Tokenizer::ByteRange>* content = nullptr);
 
 }  // namespace tandem::tokenizer
 
