@@ -1,6 +1,10 @@
 #include "common/grpc_server.h"
 
+#include <memory>
+#include <vector>
+
 #include "absl/strings/str_format.h"
+#include "common/grpc_parse_errors.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -36,6 +40,9 @@ absl::StatusOr<GrpcServer> StartGrpcServer(const std::string& host, int port,
   for (grpc::Service* service : services) builder.RegisterService(service);
   builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<ParseErrorInterceptorFactory>());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   GrpcServer out;
   out.server = builder.BuildAndStart();
   if (out.server == nullptr || bound_port == 0) {

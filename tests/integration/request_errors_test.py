@@ -1,7 +1,9 @@
 """Errors reach gRPC clients as status codes that name the value and the
 limit. Against a real `tandem-coordinator --local`: an unknown decoding_mode
 or early_stopping value, num_beams outside [2, 32], and prompt + max_tokens
-past the context are INVALID_ARGUMENT naming the numbers; an empty
+past the context are INVALID_ARGUMENT naming the numbers, and so are bytes that
+do not parse as the method's message (an unknown method stays
+UNIMPLEMENTED); an empty
 request_id gets a server-assigned one and a given one is echoed. Against a
 coordinator in front of a tandem-worker: SIGKILLing the worker while a stream
 is open ends that stream with the gRPC status UNAVAILABLE (not OK with an
@@ -81,6 +83,28 @@ class BadRequestTest(unittest.TestCase):
         context = self.client.model_info().context_length
         self.assert_invalid(request(max_tokens=2**31 - 1), "max_tokens 2147483647",
                             f"context length is {context}")
+
+    def test_unparseable_messages_are_invalid_argument(self):
+        # gRPC's callback API answered them UNIMPLEMENTED with no message.
+        garbage = b"\xff\xff\xff\x07not a protobuf"
+        raw = {"request_serializer": lambda x: x, "response_deserializer": lambda x: x}
+        with grpc.insecure_channel(self.server.address,
+                                   options=[("grpc.enable_http_proxy", 0)]) as ch:
+            calls = [ch.unary_unary("/tandem.v1.Inference/Generate", **raw),
+                     ch.unary_unary("/tandem.v1.Inference/ModelInfo", **raw),
+                     lambda req, timeout: list(ch.unary_stream(
+                         "/tandem.v1.Inference/GenerateStream", **raw)(req, timeout=timeout))]
+            for call in calls:
+                with self.assertRaises(grpc.RpcError) as caught:
+                    call(garbage, timeout=CALL_TIMEOUT_S)
+                self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                self.assertIn("cannot be parsed", caught.exception.details())
+            # A method the server does not have is still UNIMPLEMENTED.
+            with self.assertRaises(grpc.RpcError) as caught:
+                ch.unary_unary("/tandem.v1.Inference/NoSuchMethod", **raw)(
+                    b"", timeout=CALL_TIMEOUT_S)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        self.assertEqual(len(self.client.generate(request()).completions), 1)  # serves on
 
     def test_request_id_is_echoed_or_assigned(self):
         self.assertEqual(self.client.generate(request(request_id="mine-7")).request_id, "mine-7")
