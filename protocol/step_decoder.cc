@@ -1,5 +1,6 @@
 #include "protocol/step_decoder.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -39,13 +40,19 @@ absl::Status StepDecoder::CheckBlock(int32_t block, const char* what, int64_t se
 }
 
 absl::Status StepDecoder::DecodeNewSequence(const tandem::v1::NewSequence& ns,
+                                            const worker::NewSequence* shared,
                                             worker::NewSequence& out) const {
   RETURN_IF_ERROR(CheckTokens(ns.prompt_tokens(), "prompt_tokens", ns.seq_id()));
   RETURN_IF_ERROR(CheckTokens(ns.output_tokens(), "output_tokens", ns.seq_id()));
   out.id = SeqId(ns.seq_id());
-  out.prompt_tokens.assign(ns.prompt_tokens().begin(), ns.prompt_tokens().end());
   out.output_tokens.assign(ns.output_tokens().begin(), ns.output_tokens().end());
-  out.params = SamplingParamsFromProto(ns.sampling());
+  if (shared != nullptr) {
+    out.prompt_tokens = shared->prompt_tokens;
+    out.params = shared->params;
+  } else {
+    out.prompt_tokens.assign(ns.prompt_tokens().begin(), ns.prompt_tokens().end());
+    out.params = SamplingParamsFromProto(ns.sampling());
+  }
   out.params.beam_candidates = ns.beam_candidates();
   out.params.beam_sample = ns.beam_sample();
   absl::Status valid = sampling::ValidateSamplingParams(out.params, config_.vocab_size);
@@ -122,7 +129,23 @@ absl::StatusOr<worker::StepPlan> StepDecoder::Decode(const tandem::v1::StepReque
           "step %d: new sequence %d is already live on this worker", request.step_id(),
           ns.seq_id()));
     }
-    RETURN_IF_ERROR(DecodeNewSequence(ns, plan.new_sequences.emplace_back()));
+    const worker::NewSequence* shared = nullptr;
+    if (ns.has_same_prompt_as()) {
+      auto it = std::find_if(plan.new_sequences.begin(), plan.new_sequences.end(),
+                             [&](const worker::NewSequence& earlier) {
+                               return earlier.id.value() == ns.same_prompt_as();
+                             });
+      if (it == plan.new_sequences.end() || ns.prompt_tokens_size() > 0 || ns.has_sampling()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "step %d: new sequence %d: same_prompt_as %d must name an earlier new sequence of "
+            "this step, with no prompt_tokens or sampling of its own",
+            request.step_id(), ns.seq_id(), ns.same_prompt_as()));
+      }
+      shared = &*it;
+    }
+    worker::NewSequence decoded;
+    RETURN_IF_ERROR(DecodeNewSequence(ns, shared, decoded));
+    plan.new_sequences.push_back(std::move(decoded));
   }
   for (const tandem::v1::BlockCopy& c : request.copies()) {
     RETURN_IF_ERROR(CheckBlock(c.src_block_id(), "block copy source", -1));

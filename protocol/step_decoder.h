@@ -63,9 +63,11 @@ class StepDecoder {
   absl::Status CheckTokens(const google::protobuf::RepeatedField<int32_t>& tokens,
                            const char* what, int64_t seq_id) const;
   absl::Status CheckBlock(int32_t block, const char* what, int64_t seq_id) const;
-  // One new sequence / one sequence's step (`base`: its table so far),
+  // One new sequence (its prompt and sampling from `shared` when not null:
+  // same_prompt_as) / one sequence's step (`base`: its table so far),
   // validated; the error names the sequence, the value and the limit.
   absl::Status DecodeNewSequence(const tandem::v1::NewSequence& ns,
+                                 const worker::NewSequence* shared,
                                  worker::NewSequence& out) const;
   absl::Status DecodeSequenceStep(const tandem::v1::SequenceStep& s,
                                   const std::vector<BlockId>& base,

@@ -6,8 +6,20 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace tandem::protocol {
+namespace {
+
+// True when `ns` has `full`'s prompt and, once encoded, its sampling.
+bool SharesPrompt(const tandem::v1::NewSequence& full, const worker::NewSequence& ns,
+                  const tandem::v1::SamplingParams& sampling) {
+  return std::equal(full.prompt_tokens().begin(), full.prompt_tokens().end(),
+                    ns.prompt_tokens.begin(), ns.prompt_tokens.end()) &&
+         google::protobuf::util::MessageDifferencer::Equals(full.sampling(), sampling);
+}
+
+}  // namespace
 
 absl::StatusOr<tandem::v1::StepRequest> StepEncoder::Encode(const worker::StepPlan& plan) {
   // Validation pass: sent_tables_ changes only once the plan is consistent.
@@ -42,16 +54,23 @@ absl::StatusOr<tandem::v1::StepRequest> StepEncoder::Encode(const worker::StepPl
     sent_tables_.erase(id);
   }
   request.mutable_new_sequences()->Reserve(static_cast<int>(plan.new_sequences.size()));
+  const tandem::v1::NewSequence* full = nullptr;  // the last one sent with its prompt
   for (const worker::NewSequence& ns : plan.new_sequences) {
     tandem::v1::NewSequence* out = request.add_new_sequences();
     out->set_seq_id(ns.id.value());
-    out->mutable_prompt_tokens()->Add(ns.prompt_tokens.begin(), ns.prompt_tokens.end());
     out->mutable_output_tokens()->Add(ns.output_tokens.begin(), ns.output_tokens.end());
     SamplingParamsToProto(ns.params, out->mutable_sampling());
     // Stop strings are matched by the coordinator (StopChecker over the
-    // text); the worker never reads them, so they stay off the wire, where
-    // n copies of a long one would multiply a step message.
+    // text); the worker never reads them, so they stay off the wire.
     out->mutable_sampling()->clear_stop();
+    if (full != nullptr && SharesPrompt(*full, ns, out->sampling())) {
+      // A request's sequences follow one another: its prompt goes once.
+      out->clear_sampling();
+      out->set_same_prompt_as(full->seq_id());
+    } else {
+      out->mutable_prompt_tokens()->Add(ns.prompt_tokens.begin(), ns.prompt_tokens.end());
+      full = out;
+    }
     out->set_seed(ns.seed);
     out->set_stream(ns.stream);
     out->set_beam_candidates(ns.params.beam_candidates);

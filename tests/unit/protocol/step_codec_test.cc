@@ -309,6 +309,61 @@ std::vector<int32_t> SentBlocks(const tandem::v1::SequenceStep& s) {
   return {s.new_block_ids().begin(), s.new_block_ids().end()};
 }
 
+// n = 128 samples of one request (a long prompt, a long stop string) are
+// announced together: the prompt and sampling go once, the stop string not
+// at all, and the worker gets every sequence whole.
+TEST(StepCodecTest, SequencesOfOneRequestShareTheirPromptOnTheWire) {
+  protocol::StepEncoder encoder;
+  protocol::StepDecoder decoder({kVocab, 4096, kBlockSize});
+  std::vector<int32_t> prompt(2000);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i % kVocab);
+  sampling::SamplingParams params;
+  params.temperature = 0.7f;
+  params.n = 128;
+  params.stop = {std::string(4000, 'x')};
+  worker::StepPlan plan;
+  plan.step_id = 1;
+  for (int64_t id = 1; id <= 128; ++id) {
+    worker::NewSequence ns = NewSeq(id, prompt);
+    ns.params = params;
+    ns.seed = 42;
+    ns.stream = static_cast<uint64_t>(id - 1);
+    plan.new_sequences.push_back(ns);
+  }
+  // Another request in the same step: its own prompt, then its sibling.
+  plan.new_sequences.push_back(NewSeq(200, {1, 2, 3}));
+  plan.new_sequences.push_back(NewSeq(201, {1, 2, 3}));
+  tandem::v1::StepRequest sent;
+  absl::StatusOr<worker::StepPlan> got = RoundTrip(encoder, decoder, plan, &sent);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectPlanEq(plan, *got);
+  int with_prompt = 0;
+  for (const tandem::v1::NewSequence& ns : sent.new_sequences()) {
+    with_prompt += ns.prompt_tokens_size() > 0 ? 1 : 0;
+  }
+  EXPECT_EQ(with_prompt, 2);
+  EXPECT_EQ(sent.new_sequences(1).same_prompt_as(), 1);
+  EXPECT_EQ(sent.new_sequences(129).same_prompt_as(), 200);
+  // One prompt's worth of bytes (~4 KB of varints), not 128.
+  EXPECT_LT(sent.ByteSizeLong(), 2 * 2000 * 2 + 128 * 64) << sent.ByteSizeLong();
+}
+
+TEST(StepCodecTest, SamePromptAsMustNameAnEarlierNewSequence) {
+  protocol::StepDecoder decoder({kVocab, kNumBlocks, kBlockSize});
+  tandem::v1::StepRequest r;
+  r.set_step_id(1);
+  tandem::v1::NewSequence* a = r.add_new_sequences();
+  a->set_seq_id(1);
+  a->set_same_prompt_as(2);  // later, not earlier
+  tandem::v1::NewSequence* b = r.add_new_sequences();
+  b->set_seq_id(2);
+  b->add_prompt_tokens(1);
+  absl::StatusOr<worker::StepPlan> got = decoder.Decode(r);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(got.status().message().find("same_prompt_as 2"), std::string::npos) << got.status();
+}
+
 TEST(StepCodecTest, DecodeStepWithUnchangedTableSendsNoBlockIds) {
   protocol::StepEncoder encoder;
   protocol::StepDecoder decoder(Config());
