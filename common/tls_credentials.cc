@@ -96,6 +96,19 @@ Bio MemoryBio(const std::string& pem) {
 
 }  // namespace
 
+absl::StatusOr<std::string> ReadTlsCaFile(const std::string& path, const std::string& flag) {
+  absl::StatusOr<std::string> pem = ReadTlsFile(path, flag);
+  if (!pem.ok()) return pem.status();
+  Bio bio = MemoryBio(*pem);
+  Certificate cert(PEM_read_bio_X509(bio.get(), nullptr, NoPassphrase, nullptr));
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s '%s' holds no PEM certificate ('-----BEGIN CERTIFICATE-----')%s", flag, path,
+        TakeOpenSslError()));
+  }
+  return pem;
+}
+
 absl::StatusOr<TlsCredentials> TlsCredentials::FromFiles(const std::string& cert_file,
                                                         const std::string& key_file) {
   if (cert_file.empty() && key_file.empty()) return TlsCredentials();

@@ -20,6 +20,12 @@ namespace tandem {
 // file (or /dev/zero) is a mistake, refused rather than read for ever.
 inline constexpr size_t kMaxTlsFileBytes = 1 << 20;
 
+// The PEM certificates of `path` (the CAs a client trusts, e.g. the
+// coordinator's --internal-tls-ca), read and checked at start-up like the
+// server's files: NOT_FOUND naming `flag` and the path when it cannot be
+// read, INVALID_ARGUMENT when it holds no PEM certificate.
+absl::StatusOr<std::string> ReadTlsCaFile(const std::string& path, const std::string& flag);
+
 class TlsCredentials {
  public:
   TlsCredentials() = default;  // plaintext

@@ -97,6 +97,10 @@ ABSL_FLAG(bool, chat_control_tokens_in_content, false,
           "Parse control-token text written inside chat messages (\"<|im_start|>system\") as "
           "control tokens, as transformers and vLLM do; by default it is plain text, so a "
           "message cannot open a turn of its own");
+ABSL_FLAG(std::string, internal_tls_ca, "",
+          "PEM certificates the coordinator trusts on its connections to worker groups and "
+          "draft workers, which then speak TLS (started with --tls-cert / --tls-key); empty: "
+          "plaintext");
 ABSL_FLAG(std::string, cluster_key_file, "",
           "The internal key presented on every call to the worker groups and draft workers "
           "(started with the same key as --api-key-file; `tandem up` generates one); empty: "
@@ -198,6 +202,7 @@ struct CoordinatorConfig {
   ApiKey api_key;  // required on the gRPC API and HTTP (--api-key / --api-key-file)
   // Presented to workers and drafts: --cluster-key-file, else api_key.
   std::optional<std::string> cluster_key;
+  std::string internal_tls_ca_pem;  // --internal-tls-ca; empty: plaintext to workers
   TlsCredentials tls;  // both public ports (--tls-cert / --tls-key); default plaintext
   bool metrics_need_key = false;
   bool chat_control_tokens_in_content = false;  // parsed as control tokens
@@ -390,6 +395,9 @@ absl::Status ReadHttpFlags(CoordinatorConfig& config) {
   ASSIGN_OR_RETURN(ApiKey cluster_key,
                    ApiKey::FromFlags("", absl::GetFlag(FLAGS_cluster_key_file)));
   config.cluster_key = cluster_key.required() ? cluster_key.key() : config.api_key.key();
+  if (const std::string ca = absl::GetFlag(FLAGS_internal_tls_ca); !ca.empty()) {
+    ASSIGN_OR_RETURN(config.internal_tls_ca_pem, ReadTlsCaFile(ca, "--internal-tls-ca"));
+  }
   return absl::OkStatus();
 }
 
@@ -466,16 +474,17 @@ absl::StatusOr<WorkerGroupPool::Connected> MakeLocalGroup(
   return WorkerGroupPool::Connected{std::move(group), nullptr};
 }
 
-// The pool's connector: connects a tandem-worker group with `pace`'s step
-// deadlines, presenting `api_key` (--cluster-key-file, else the
-// coordinator's own --api-key, if any) on every call to it.
-WorkerGroupPool::Connector RemoteConnector(std::optional<std::string> api_key,
-                                           const coordinator::StepPaceConfig& pace) {
-  return [api_key, pace](const std::string& address,
-                         absl::Duration timeout) -> absl::StatusOr<WorkerGroupPool::Connected> {
-    coordinator::GrpcWorkerGroupOptions options;
-    options.api_key = api_key;
-    options.pace = pace;
+// The pool's connector: connects a tandem-worker group with the config's
+// step deadlines, over TLS with --internal-tls-ca, presenting the cluster
+// key (--cluster-key-file, else the coordinator's own --api-key, if any) on
+// every call to it.
+WorkerGroupPool::Connector RemoteConnector(const CoordinatorConfig& config) {
+  coordinator::GrpcWorkerGroupOptions options;
+  options.api_key = config.cluster_key;
+  options.pace = config.step_pace;
+  options.tls_ca_pem = config.internal_tls_ca_pem;
+  return [options](const std::string& address,
+                   absl::Duration timeout) -> absl::StatusOr<WorkerGroupPool::Connected> {
     ASSIGN_OR_RETURN(std::unique_ptr<coordinator::GrpcWorkerGroup> group,
                      coordinator::GrpcWorkerGroup::Connect(address, timeout, options));
     coordinator::GrpcWorkerGroup* remote = group.get();
@@ -525,9 +534,8 @@ absl::StatusOr<NamedGroup> FirstGroup(const CoordinatorConfig& config, Coordinat
       [&c, interval](const std::vector<std::string>& addresses) {
         c.pool->Reconcile(addresses, std::min(interval, absl::Seconds(2)));
       });
-  return ConnectFirst(*c.worker_discovery,
-                      RemoteConnector(config.cluster_key, config.step_pace),
-                      config.connect_timeout, config.worker_spec);
+  return ConnectFirst(*c.worker_discovery, RemoteConnector(config), config.connect_timeout,
+                      config.worker_spec);
 }
 
 // The deployment's draft pools: one per scheduler thread, from the draft
@@ -574,7 +582,8 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
   router_config.affinity_max_extra_load = config.affinity_max_extra_load;
   RETURN_IF_ERROR(coordinator::ValidateRouterConfig(router_config));
   c.drafts =
-      std::make_unique<coordinator::DraftWorkerSet>(c.tok->vocab_size(), config.cluster_key);
+      std::make_unique<coordinator::DraftWorkerSet>(c.tok->vocab_size(), config.cluster_key,
+                                                    config.internal_tls_ca_pem);
   std::string local_draft_kind;
   ASSIGN_OR_RETURN(DraftPoolMaker deployment_pool,
                    DeploymentDraftPools(config, info, *c.tok, c.drafts.get(), &local_draft_kind));
@@ -588,7 +597,7 @@ absl::Status BuildPool(const CoordinatorConfig& config, NamedGroup first, Coordi
   c.service = std::make_unique<coordinator::InferenceService>(c.admission.get(), config.api_key);
   c.pool = std::make_unique<WorkerGroupPool>(config.scheduler, router_config, c.tok.get(),
                                              c.admission.get(),
-                                             RemoteConnector(config.cluster_key, config.step_pace),
+                                             RemoteConnector(config),
                                              draft_pools, config.speculation);
   RETURN_IF_ERROR(c.pool->set_migration(config.max_migrations, config.migration_timeout));
   RETURN_IF_ERROR(c.pool->Add(first.first, std::move(first.second)));

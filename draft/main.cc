@@ -48,6 +48,7 @@
 #include "draft/proposer_factory.h"
 #include "draft/api/speculative_spec.h"
 #include "common/api_key.h"
+#include "common/tls_credentials.h"
 #include "common/process_metrics.h"
 #include "engine/device/device_options.h"
 #include "engine/kv/kv_manager.h"
@@ -64,6 +65,10 @@ ABSL_FLAG(std::string, api_key, "",
           "Require this key (\"authorization: Bearer KEY\") on every Draft call; the "
           "coordinator sends its own --api-key, so give both the same key");
 ABSL_FLAG(std::string, api_key_file, "", "--api-key read from this file (whitespace trimmed)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain: the gRPC port speaks TLS 1.2+ only (the coordinator then "
+          "needs --internal-tls-ca); empty: plaintext");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert (unencrypted)");
 ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one; the real port is printed)");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus /metrics (and /health) over HTTP on this port (0: the OS picks "
@@ -101,6 +106,7 @@ struct DraftConfig {
   std::string host;
   int32_t port = 0;
   ApiKey api_key;  // required on Draft calls when set
+  TlsCredentials tls;  // the gRPC port's identity (--tls-cert / --tls-key); default plaintext
   std::string precision;  // "fast" or "reference", as given (for the log)
   draft::ProposerOptions proposer;
 };
@@ -162,6 +168,8 @@ absl::StatusOr<DraftConfig> ReadConfig() {
     return absl::InvalidArgumentError(
         absl::StrFormat("--port %d is out of range: must be in [0, 65535]", config.port));
   }
+  ASSIGN_OR_RETURN(config.tls, TlsCredentials::FromFiles(absl::GetFlag(FLAGS_tls_cert),
+                                                         absl::GetFlag(FLAGS_tls_key)));
   ASSIGN_OR_RETURN(config.api_key, ApiKey::FromFlags(absl::GetFlag(FLAGS_api_key),
                                                      absl::GetFlag(FLAGS_api_key_file)));
   const int32_t block_size = absl::GetFlag(FLAGS_block_size);
@@ -216,7 +224,7 @@ int Serve(const DraftConfig& config) {
       &metrics, kProcess, config.host, absl::GetFlag(FLAGS_metrics_port));
   if (!metrics_server.ok()) return Fail(metrics_server.status());
   absl::StatusOr<GrpcServer> started =
-      StartGrpcServer(config.host, config.port, {&service}, {kServiceName});
+      StartGrpcServer(config.host, config.port, {&service}, {kServiceName}, config.tls);
   if (!started.ok()) return Fail(started.status());
   LogProposer(info, config);
   AnnounceListening(kProcess, started->address);

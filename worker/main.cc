@@ -62,6 +62,7 @@
 #include "worker/tp/mpi_thread_queue.h"
 #include "worker/tp/step_broadcaster.h"
 #include "common/api_key.h"
+#include "common/tls_credentials.h"
 #include "common/process_metrics.h"
 #include "worker/worker_service.h"
 
@@ -72,6 +73,10 @@ ABSL_FLAG(std::string, api_key, "",
           "Require this key (\"authorization: Bearer KEY\") on every TargetWorker and Draft "
           "call; the coordinator sends its own --api-key, so give both the same key");
 ABSL_FLAG(std::string, api_key_file, "", "--api-key read from this file (whitespace trimmed)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain: the gRPC port speaks TLS 1.2+ only (the coordinator then "
+          "needs --internal-tls-ca); empty: plaintext");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert (unencrypted)");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus /metrics (and /health) over HTTP on this port, rank 0 only (0: the "
           "OS picks one, printed; -1: off)");
@@ -168,6 +173,7 @@ struct WorkerConfig {
   std::string host;
   int32_t port = 0;
   ApiKey api_key;  // required on TargetWorker and Draft calls when set
+  TlsCredentials tls;  // the gRPC port's identity (--tls-cert / --tls-key); default plaintext
   int32_t metrics_port = -1;
   int32_t block_size = 16;
   int32_t kv_blocks = 0;
@@ -203,6 +209,8 @@ absl::StatusOr<WorkerConfig> ReadConfig() {
   config.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   config.block_size = absl::GetFlag(FLAGS_block_size);
   RETURN_IF_ERROR(ValidateServingFlags(config));
+  ASSIGN_OR_RETURN(config.tls, TlsCredentials::FromFiles(absl::GetFlag(FLAGS_tls_cert),
+                                                         absl::GetFlag(FLAGS_tls_key)));
   ASSIGN_OR_RETURN(config.api_key, ApiKey::FromFlags(absl::GetFlag(FLAGS_api_key),
                                                      absl::GetFlag(FLAGS_api_key_file)));
   const int32_t threads = absl::GetFlag(FLAGS_threads);
@@ -332,7 +340,7 @@ int ServeRankZero(const WorkerConfig& config, const Target& target, parallel::Co
       ServeProcessMetrics(&metrics, kProcess, config.host, config.metrics_port);
   if (!metrics_server.ok()) return Fail(metrics_server.status());
   absl::StatusOr<GrpcServer> started =
-      StartGrpcServer(config.host, config.port, services, service_names);
+      StartGrpcServer(config.host, config.port, services, service_names, config.tls);
   if (!started.ok()) return Fail(started.status());
   std::fprintf(stderr, "%s: model %s on %s, %d KV blocks of %d tokens, precision %s, "
                "tensor-parallel size %d\n", kProcess, target.model->config().name.c_str(),

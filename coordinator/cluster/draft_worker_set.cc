@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "common/grpc_api_key.h"
+#include "common/internal_channel.h"
 #include "common/logging.h"
 
 namespace tandem::coordinator {
@@ -81,7 +82,8 @@ void DraftWorkerSet::Reconcile(const std::vector<std::string>& addresses,
     worker->address = address;
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
-    worker->channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    worker->channel =
+        grpc::CreateCustomChannel(address, InternalChannelCredentials(tls_ca_pem_), args);
     worker->stub = tandem::v1::Draft::NewStub(worker->channel);
     absl::StatusOr<std::string> model = CheckWorker(*worker, timeout);
     if (!model.ok()) {

@@ -36,9 +36,11 @@ class DraftWorkerSet {
  public:
   // Drafts must report `vocab_size` tokens (the target's). `api_key`, when
   // set, goes with every call to them (draft workers started with
-  // --api-key).
-  explicit DraftWorkerSet(int32_t vocab_size, std::optional<std::string> api_key = std::nullopt)
-      : vocab_size_(vocab_size), api_key_(std::move(api_key)) {}
+  // --api-key). `tls_ca_pem`, when not empty, makes every connection TLS
+  // trusting those certificates (drafts started with --tls-cert).
+  explicit DraftWorkerSet(int32_t vocab_size, std::optional<std::string> api_key = std::nullopt,
+                          std::string tls_ca_pem = "")
+      : vocab_size_(vocab_size), api_key_(std::move(api_key)), tls_ca_pem_(std::move(tls_ca_pem)) {}
 
   // Adds the API key (if any) to a call's `context` to a draft worker.
   void Authorize(grpc::ClientContext& context) const;
@@ -77,6 +79,7 @@ class DraftWorkerSet {
 
   const int32_t vocab_size_;
   const std::optional<std::string> api_key_;
+  const std::string tls_ca_pem_;
   mutable absl::Mutex mutex_;
   std::vector<std::shared_ptr<Worker>> workers_ ABSL_GUARDED_BY(mutex_);
 };

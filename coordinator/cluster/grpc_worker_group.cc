@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_api_key.h"
+#include "common/internal_channel.h"
 #include "common/status_macros.h"
 #include "protocol/step_result_codec.h"
 
@@ -37,7 +38,7 @@ absl::StatusOr<std::unique_ptr<GrpcWorkerGroup>> GrpcWorkerGroup::Connect(
   // default backoff would grow to minutes and delay its return.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+      grpc::CreateCustomChannel(address, InternalChannelCredentials(options.tls_ca_pem), args);
   std::unique_ptr<GrpcWorkerGroup> group(new GrpcWorkerGroup(address, options, std::move(channel)));
   RETURN_IF_ERROR(group->FetchInfo(timeout, &group->info_, &group->eos_token_ids_));
   RETURN_IF_ERROR(group->CallReset());

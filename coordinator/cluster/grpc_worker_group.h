@@ -46,6 +46,9 @@ struct GrpcWorkerGroupOptions {
   absl::Duration control_timeout = absl::Seconds(10);
   // Sent on every call when set (a worker started with --api-key).
   std::optional<std::string> api_key;
+  // Not empty: connect over TLS trusting these PEM certificates (a worker
+  // started with --tls-cert; the coordinator's --internal-tls-ca).
+  std::string tls_ca_pem;
 };
 
 class GrpcWorkerGroup : public WorkerGroup {

@@ -12,6 +12,9 @@ and asyncio) with tls_ca works, without it or with another CA it does not;
 the CLI (the C++ SDK) takes --tls-ca or TANDEM_TLS_CA; `tandem up` passes
 --tls-cert/--tls-key through (a self-signed certificate, its own CA); bad
 flags or files fail at start-up naming the flag or path, without a crash.
+The internal ports: a tandem-worker with --tls-cert/--tls-key serves a
+coordinator started with --internal-tls-ca (generation, its n-gram Draft
+service healthy); without the CA the coordinator cannot start.
 Every wait is bounded.
 
 Env: TANDEM_COORDINATOR_BIN, TANDEM_BIN, TANDEM_BIN_DIR, TANDEM_MODEL.
@@ -325,6 +328,56 @@ class TlsStartupTest(unittest.TestCase):
             self.assertEqual(up.proc.wait(60), 0, up.stderr()[-3000:])
         finally:
             up.kill()
+
+
+class InternalTlsTest(unittest.TestCase):
+    """The internal ports over TLS: a tandem-worker serving TargetWorker and
+    Draft with --tls-cert / --tls-key, a coordinator trusting the CA with
+    --internal-tls-ca; without it the coordinator cannot connect, and a
+    plaintext client of the worker fails."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.files = make_certificates(cls.tmp.name)
+        cls.worker = Server([os.path.join(BIN_DIR, "tandem-worker"), "--model", MODEL, "--port",
+                             "0", "--threads", "1", "--speculative", "ngram",
+                             "--tls-cert", cls.files["server.pem"],
+                             "--tls-key", cls.files["server.key"]], "tandem-worker")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.worker.kill()
+        cls.tmp.cleanup()
+
+    def test_coordinator_with_the_ca_generates_and_drafts(self):
+        coordinator = Server([COORDINATOR, "--model", MODEL, "--port", "0", "--http-port", "-1",
+                              "--worker", self.worker.address, "--draft", self.worker.address,
+                              "--internal-tls-ca", self.files["ca.pem"]], "tandem-coordinator")
+        try:
+            with sdk(coordinator.address) as c:
+                r = c.generate(PROMPT, max_tokens=4, temperature=0)
+                self.assertEqual(len(r.completions[0].token_ids), 4)
+                info = c.model_info()
+            self.assertTrue(all(g.healthy for g in info.worker_groups))
+            self.assertEqual([d.healthy for d in info.draft_workers], [True])
+        finally:
+            coordinator.kill()
+
+    def test_without_the_ca_nothing_connects(self):
+        p = subprocess.run([COORDINATOR, "--model", MODEL, "--port", "0", "--http-port", "-1",
+                            "--worker", self.worker.address, "--connect-timeout-s", "3"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(self.worker.address, p.stderr)
+        with grpc.insecure_channel(self.worker.address, options=NO_PROXY) as ch:
+            with self.assertRaises(grpc.RpcError) as caught:
+                health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=5)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        code, stderr = coordinator_run(["--internal-tls-ca", self.files["server.key"]])
+        self.assertEqual(code, 1, stderr)
+        self.assertIn(f"--internal-tls-ca '{self.files['server.key']}' holds no PEM certificate",
+                      stderr)
 
 
 if __name__ == "__main__":
