@@ -16,6 +16,7 @@ is bounded.
 
 Env: TANDEM_BIN, TANDEM_MODEL, TANDEM_BIN_DIR.
 """
+import http.client as http_client
 import json
 import os
 import re
@@ -27,8 +28,9 @@ import time
 import unittest
 
 import grpc
+import tandem_client
 from grpc_channel import RPC_TIMEOUT, channel
-from stream_client import model_info
+from stream_client import client, model_info
 from tandem.v1 import draft_pb2, draft_pb2_grpc, worker_pb2, worker_pb2_grpc
 
 BIN = os.environ["TANDEM_BIN"]
@@ -324,6 +326,40 @@ class UpTest(unittest.TestCase):
         self.check_cluster(["--model", MODEL, "--tp", "1", "--no-draft", "--port", "0",
                             "--bin-dir", BIN_DIR, "--grace-s", "8", *THREADS], tp=1,
                            draft=False)
+
+    def test_out_of_range_n_never_stops_the_cluster(self):
+        # Three "n": -1 requests within a minute used to crash-loop the
+        # coordinator and stop the whole cluster.
+        launcher = Launcher(["--model", MODEL, "--tp", "1", "--no-draft", "--port", "0",
+                             "--bin-dir", BIN_DIR, "--grace-s", "8", *THREADS])
+        try:
+            self.assertIsNone(launcher.error, launcher.error)
+            http = re.fullmatch(r"tandem up: OpenAI-compatible HTTP on http://(\S+)/v1\n",
+                                launcher.proc.stdout.readline())
+            self.assertIsNotNone(http)
+            coordinator = [pid for pid, comm in launcher.pids_seen.items()
+                           if comm == COORDINATOR_COMM]
+            port = int(launcher.address.rsplit(":", 1)[1])
+            values = [-1, -2 ** 31, 0, 10 ** 9]
+            with client(port, timeout=30) as c:
+                for i in range(50):
+                    req = tandem_client.build_request("hi", max_tokens=2)
+                    req.sampling.n = values[i % 4]
+                    with self.assertRaises(tandem_client.InvalidRequest):
+                        c.generate(req)
+            host, http_port = http.group(1).rsplit(":", 1)
+            for i in range(50):
+                conn = http_client.HTTPConnection(host, int(http_port), timeout=30)
+                conn.request("POST", "/v1/completions", headers={"Content-Type": "application/json"},
+                             body=json.dumps({"prompt": "hi", "max_tokens": 2, "n": values[i % 4],
+                                              "stream": i % 2 == 0}))
+                self.assertEqual(conn.getresponse().status, 400)
+                conn.close()
+            self.assertEqual([pid for pid, comm in descendants(launcher.proc.pid).items()
+                              if comm == COORDINATOR_COMM], coordinator)
+            self.assertNotIn("restarting", launcher.stderr())
+        finally:
+            launcher.kill()
 
     def test_config_errors_exit_2_naming_the_problem(self):
         cases = [
