@@ -74,6 +74,11 @@ void Router::Forget(int64_t id) {
 absl::StatusOr<int64_t> Router::Choose(std::span<const int32_t> prompt,
                                        std::span<const GroupLoad> groups) {
   const std::vector<uint64_t> keys = BlockKeys(prompt);
+  const bool any_clear = std::any_of(groups.begin(), groups.end(),
+                                     [](const GroupLoad& g) { return g.healthy && !g.suspect; });
+  auto usable = [any_clear](const GroupLoad& g) {
+    return g.healthy && (!g.suspect || !any_clear);
+  };
   absl::MutexLock lock(&mutex_);
   int64_t min_load = std::numeric_limits<int64_t>::max();
   for (const GroupLoad& g : groups) {
@@ -82,7 +87,7 @@ absl::StatusOr<int64_t> Router::Choose(std::span<const int32_t> prompt,
       keys_.erase(g.id);
       continue;
     }
-    min_load = std::min(min_load, g.load);
+    if (usable(g)) min_load = std::min(min_load, g.load);
   }
   if (min_load == std::numeric_limits<int64_t>::max()) {
     std::vector<std::string> names;
@@ -96,7 +101,7 @@ absl::StatusOr<int64_t> Router::Choose(std::span<const int32_t> prompt,
   int32_t affine = -1;
   int32_t best_match = 0;
   for (int32_t g = 0; g < n; ++g) {
-    if (!groups[g].healthy) continue;
+    if (!usable(groups[g])) continue;
     auto it = keys_.find(groups[g].id);
     if (it == keys_.end()) continue;
     int32_t match = MatchLength(it->second, keys);
@@ -113,7 +118,7 @@ absl::StatusOr<int64_t> Router::Choose(std::span<const int32_t> prompt,
     const int32_t start = static_cast<int32_t>(next_tie_ % static_cast<uint64_t>(n));
     for (int32_t i = 0; i < n && chosen < 0; ++i) {
       int32_t g = (start + i) % n;
-      if (groups[g].healthy && groups[g].load == min_load) chosen = g;
+      if (usable(groups[g]) && groups[g].load == min_load) chosen = g;
     }
     next_tie_ = static_cast<uint64_t>(chosen) + 1;
   }

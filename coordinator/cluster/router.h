@@ -11,7 +11,7 @@
 // must not pile every request onto one group). Otherwise the least loaded
 // healthy group wins; ties rotate round-robin. Unhealthy groups are never
 // chosen, and their remembered keys are dropped (a reconnected worker starts
-// with an empty cache).
+// with an empty cache); suspect ones only while every healthy group is.
 //
 // Groups come and go (discovery): each is named by a stable id, the caller
 // passes the current set to every Choose, and Forget drops a removed
@@ -54,6 +54,9 @@ struct GroupLoad {
   std::string name;      // e.g. its address, for errors
   int64_t load = 0;      // requests queued or running
   bool healthy = true;   // false while the group is broken / reconnecting
+  // Its step in flight is overdue (it may be hung): chosen only while no
+  // other group is healthy and clear, so a slow lone group still serves.
+  bool suspect = false;
 };
 
 class Router {

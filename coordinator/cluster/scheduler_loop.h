@@ -79,13 +79,13 @@ class SchedulerLoop {
   // The scheduler's load (Scheduler::load) and the evicted requests the
   // loop holds until a group takes them.
   int64_t load() const { return scheduler_->load() + num_held_.load(); }
-  // False from a step that broke the group until Reconnect succeeds, and
-  // while the group's step in flight is overdue (GrpcWorkerGroup::suspect:
-  // the worker may be hung; routing skips it until it answers or its step's
-  // deadline breaks it).
-  bool healthy() const {
-    return healthy_.load() && (remote_ == nullptr || !remote_->suspect());
-  }
+  // False from a step that broke the group until Reconnect succeeds.
+  bool healthy() const { return healthy_.load(); }
+  // True while the group's step in flight is overdue (GrpcWorkerGroup::
+  // suspect: the worker may be hung): reported unhealthy and routed nothing
+  // new while another group is clear, until it answers or its step's
+  // deadline breaks it.
+  bool suspect() const { return remote_ != nullptr && remote_->suspect(); }
   // Successful reconnects so far.
   int64_t num_reconnects() const { return num_reconnects_.load(); }
   // The scheduler's counters and KV occupancy as of the last step (a copy

@@ -164,7 +164,8 @@ absl::StatusOr<std::shared_ptr<WorkerGroupEntry>> WorkerGroupPool::Route(
     absl::MutexLock lock(&mutex_);
     for (const auto& entry : entries_) {
       if (entry->draining.load()) continue;
-      loads.push_back({entry->id, entry->name, entry->loop->load(), entry->loop->healthy()});
+      loads.push_back({entry->id, entry->name, entry->loop->load(), entry->loop->healthy(),
+                       entry->loop->suspect()});
       candidates.push_back(entry);
     }
   }
@@ -237,7 +238,7 @@ std::vector<WorkerGroupStatusSnapshot> WorkerGroupPool::Statuses() const {
   for (const auto& entry : entries_) {
     WorkerGroupStatusSnapshot s;
     s.name = entry->name;
-    s.healthy = entry->loop->healthy();
+    s.healthy = entry->loop->healthy() && !entry->loop->suspect();
     s.draining = entry->draining.load();
     s.load = entry->loop->load();
     s.stats = entry->loop->snapshot();

@@ -62,7 +62,7 @@ struct WorkerGroupEntry {
 // A snapshot of one group for ModelInfo and logs.
 struct WorkerGroupStatusSnapshot {
   std::string name;
-  bool healthy = true;
+  bool healthy = true;  // connected and its step in flight not overdue
   bool draining = false;
   int64_t load = 0;
   SchedulerLoop::Snapshot stats;

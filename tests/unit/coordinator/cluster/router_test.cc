@@ -125,6 +125,27 @@ TEST(RouterTest, UnhealthyGroupsAreNeverChosen) {
   }
 }
 
+// A suspect group (its step overdue) gets nothing while another is clear,
+// keeps its affinity, and still serves when it is the only healthy one.
+TEST(RouterTest, SuspectGroupsAreChosenOnlyWhenNoOtherIsClear) {
+  Router router(Config());
+  const std::vector<int32_t> shared = Prompt(100, 16);
+  std::vector<GroupLoad> loads = Groups(3);
+  absl::StatusOr<int64_t> affine = router.Choose(shared, loads);
+  ASSERT_TRUE(affine.ok());
+  loads[*affine].suspect = true;
+  for (int i = 0; i < 10; ++i) {
+    absl::StatusOr<int64_t> g = router.Choose(i % 2 ? shared : Prompt(7 * i, 5), loads);
+    ASSERT_TRUE(g.ok());
+    EXPECT_NE(*g, *affine);
+  }
+  for (GroupLoad& g : loads) g.suspect = g.id == *affine || g.id == (*affine + 1) % 3;
+  loads[(*affine + 2) % 3].healthy = false;
+  absl::StatusOr<int64_t> g = router.Choose(shared, loads);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(*g, *affine) << "every healthy group suspect: the affine one still serves";
+}
+
 TEST(RouterTest, AllGroupsDownIsUnavailableNamingThem) {
   Router router(Config());
   std::vector<GroupLoad> loads = Groups(2);
