@@ -164,9 +164,10 @@ ABSL_FLAG(int32_t, step_timeout_s, 60,
           "Deadline of a worker group's steps until one was answered (a first step may load or "
           "warm the device); after that each step's deadline scales with its tokens at the "
           "group's measured pace (see --step-timeout-floor-ms)");
-ABSL_FLAG(int32_t, step_timeout_floor_ms, 10000,
-          "A measured group's step deadline: this floor + 4 x the step's tokens x the slowest "
-          "recent cost per token; past it the group is down and its requests migrate");
+ABSL_FLAG(int32_t, step_timeout_floor_ms, 60000,
+          "A measured group's step deadline: this floor + 4 x the step's expected time (the "
+          "slowest recent step, or its tokens x the highest recent cost per token); past it the "
+          "group is down and its requests migrate");
 ABSL_FLAG(int32_t, suspect_after_ms, 1000,
           "A step in flight this long + 2 x its expected time makes its group suspect: "
           "unhealthy in ModelInfo and /health, and routed no new requests until it answers");

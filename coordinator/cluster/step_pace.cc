@@ -35,7 +35,9 @@ std::optional<absl::Duration> StepPace::ExpectedLocked(int64_t tokens) const {
   if (num_answered_ == 0) return std::nullopt;
   const double rate =
       *std::max_element(ms_per_token_.begin(), ms_per_token_.begin() + num_answered_);
-  return absl::Milliseconds(rate * static_cast<double>(std::max<int64_t>(tokens, 1)));
+  const double slowest = *std::max_element(ms_.begin(), ms_.begin() + num_answered_);
+  return absl::Milliseconds(
+      std::max(slowest, rate * static_cast<double>(std::max<int64_t>(tokens, 1))));
 }
 
 std::optional<absl::Duration> StepPace::Expected(int64_t tokens) const {
@@ -60,6 +62,7 @@ void StepPace::End(absl::Time now, bool answered) {
   absl::MutexLock lock(&mutex_);
   if (in_flight_ && answered) {
     const double ms = absl::ToDoubleMilliseconds(now - started_);
+    ms_[next_] = ms;
     ms_per_token_[next_] = ms / static_cast<double>(std::max<int64_t>(tokens_, 1));
     next_ = (next_ + 1) % kWindow;
     num_answered_ = std::min(num_answered_ + 1, kWindow);

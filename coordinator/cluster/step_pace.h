@@ -4,15 +4,21 @@
 // no new requests until it answers).
 //
 // The cost model is deliberately pessimistic: a step of `tokens` tokens is
-// expected to take tokens x the highest cost per token among the last
-// kWindow answered steps. Small decode batches have the highest cost per
-// token, so prefill chunks get generous deadlines (a long prompt never trips
-// them), while a stalled decode step is noticed within a few of its own
-// durations. Until a step was answered the group's rate is unknown and the
-// deadline is `initial_deadline` (a first step may load or warm a device).
+// expected to take the longer of the slowest of the last kWindow answered
+// steps and tokens x the highest cost per token among them. Small decode
+// batches have the highest cost per token, so prefill chunks get generous
+// deadlines (a long prompt never trips them), and a step's fixed costs (a
+// graph capture, an emulated device) are covered by the slowest step, while
+// a stalled decode step is noticed within a few of its own durations. Until
+// a step was answered the group's pace is unknown and the deadline is
+// `initial_deadline` (a first step may load or warm a device).
 //
 // deadline(tokens) = deadline_floor + deadline_slack x expected(tokens)
 // suspect once     now - start > suspect_floor + suspect_slack x expected
+//
+// The deadline's floor (60 s, as the fixed deadline was) is what a hung
+// group's requests wait before they migrate; suspicion, which only steers
+// routing and health, reacts within seconds.
 //
 // Thread-safety: Begin / End from the thread that runs the steps (one at a
 // time); Suspect and ExpectedMs from any thread.
@@ -32,7 +38,7 @@ namespace tandem::coordinator {
 
 struct StepPaceConfig {
   absl::Duration initial_deadline = absl::Seconds(60);
-  absl::Duration deadline_floor = absl::Seconds(10);
+  absl::Duration deadline_floor = absl::Seconds(60);
   double deadline_slack = 4.0;
   absl::Duration suspect_floor = absl::Seconds(1);
   double suspect_slack = 2.0;
@@ -68,7 +74,9 @@ class StepPace {
 
   const StepPaceConfig config_;
   mutable absl::Mutex mutex_;
-  // Milliseconds per token of the last answered steps (a ring).
+  // Milliseconds, and milliseconds per token, of the last answered steps
+  // (rings written together).
+  std::array<double, kWindow> ms_ ABSL_GUARDED_BY(mutex_){};
   std::array<double, kWindow> ms_per_token_ ABSL_GUARDED_BY(mutex_){};
   int32_t num_answered_ ABSL_GUARDED_BY(mutex_) = 0;  // at most kWindow
   int32_t next_ ABSL_GUARDED_BY(mutex_) = 0;          // the slot written next

@@ -55,7 +55,18 @@ TEST(StepPaceTest, TheWindowForgetsOldSteps) {
   for (int i = 0; i < StepPace::kWindow - 1; ++i) Answer(pace, 10, 10);
   EXPECT_EQ(*pace.Expected(1), absl::Seconds(1));
   Answer(pace, 10, 10);  // the slow step leaves the window
-  EXPECT_EQ(*pace.Expected(1), absl::Milliseconds(1));
+  // The slowest step left (10 ms) bounds a one-token step from below.
+  EXPECT_EQ(*pace.Expected(1), absl::Milliseconds(10));
+  EXPECT_EQ(*pace.Expected(100), absl::Milliseconds(100));
+}
+
+TEST(StepPaceTest, AStepIsExpectedToTakeAtLeastTheSlowestRecentOne) {
+  StepPace pace(Config());
+  Answer(pace, 1000, 500);  // a prefill chunk: 0.5 ms a token
+  Answer(pace, 14, 4000);   // a step with a large fixed cost (a graph capture)
+  // 14 tokens at the highest rate (~286 ms a token) would be 4 s; 2 tokens
+  // at it 571 ms, but the slowest step says 4 s.
+  EXPECT_EQ(*pace.Expected(2), absl::Milliseconds(4000));
 }
 
 TEST(StepPaceTest, AnOverdueStepIsSuspectUntilItEnds) {
