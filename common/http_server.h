@@ -46,8 +46,6 @@ class HttpServer {
   const std::string& address() const { return address_; }
   // Requests being answered right now (a stream counts until its end).
   int64_t num_open_exchanges() const { return open_exchanges_.load(); }
-  // Connections open now, over-capacity ones included.
-  int64_t num_connections() const { return num_connections_.load(); }
   // Returns once no exchange is open or at `deadline`; true when none is.
   bool WaitForExchanges(absl::Time deadline) const;
   // Stops accepting, closes every connection (an open exchange's client-gone

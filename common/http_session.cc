@@ -6,7 +6,6 @@
 #include <array>
 #include <cerrno>
 #include <string>
-#include <string_view>
 
 #include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
