@@ -10,8 +10,8 @@
 // elements as one 16-byte vector (a warp: 512 contiguous bytes per load),
 // kUnroll of them before the first is used, and their activations as two
 // float4 — an eighth of the scalar path's load instructions. A profile of
-// the scalar path on an H100 (README, GPU figures) read a bf16 8B model's
-// layers at 14% of the copy bandwidth for one sequence.
+// the scalar path on an H100 (docs/benchmarks.md, GPU benchmark) read a
+// bf16 8B model's layers at 14% of the copy bandwidth for one sequence.
 #include "kernels/cuda/gemv.cuh"
 
 #include <cstdint>
