@@ -146,9 +146,14 @@ void Scheduler::RollBackBeamDrafts(RequestState* r) {
   }
 }
 
+// Valid UTF-8 always (an invalid or unfinished byte sequence becomes U+FFFD,
+// as in streamed text): the text goes into proto string fields and JSON,
+// and a beam of a model that emits raw byte tokens may end inside a character.
 std::string Scheduler::DecodeText(const std::vector<int32_t>& tokens) const {
-  absl::StatusOr<std::string> text = tokenizer_->Decode(tokens, /*skip_special=*/true);
-  return text.ok() ? *std::move(text) : std::string();
+  tokenizer::IncrementalDetokenizer detokenizer(*tokenizer_, /*skip_special=*/true);
+  std::string text;
+  for (int32_t id : tokens) text += detokenizer.Append(id);
+  return text + detokenizer.Flush();
 }
 
 void Scheduler::EmitBestBeam(RequestState* r, FinishReason reason) {
