@@ -101,7 +101,7 @@ ABSL_FLAG(int32_t, max_batched_tokens, 1024, "Token budget of one scheduler step
 ABSL_FLAG(int32_t, max_seqs, 256, "Sequences in one scheduler step");
 ABSL_FLAG(bool, prefix_cache, true, "Reuse cached KV blocks of shared prompt prefixes");
 ABSL_FLAG(bool, decode, false, "Decode JSON arrays of ids (one a line) back to text");
-ABSL_FLAG(std::string, shape, "", "The model's shape: llama3-8b, llama2-7b, smollm2-135m or toy (4 small layers, for tests)");
+ABSL_FLAG(std::string, shape, "", "The model's shape: llama3-8b, llama2-7b, smollm2-135m, toy (4 small layers, SmolLM2 vocabulary size) or tiny (2 layers, 1024 tokens; emulated-GPU tests)");
 ABSL_FLAG(std::string, dtype, "bf16", "Weight type: bf16 or q8_0");
 ABSL_FLAG(std::string, out, "", "Output file");
 ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "The server's HOST:PORT");

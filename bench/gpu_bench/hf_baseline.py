@@ -50,6 +50,10 @@ SHAPES = {
                 num_attention_heads=6, num_key_value_heads=3, vocab_size=49152,
                 max_position_embeddings=2048, rope_theta=100000.0, rms_norm_eps=1e-5,
                 tie_word_embeddings=True),
+    "tiny": dict(num_hidden_layers=2, hidden_size=192, intermediate_size=512,
+                 num_attention_heads=6, num_key_value_heads=3, vocab_size=1024,
+                 max_position_embeddings=2048, rope_theta=100000.0, rms_norm_eps=1e-5,
+                 tie_word_embeddings=False),
 }
 
 WARMUP_SEQS, WARMUP_INPUT, WARMUP_OUTPUT = 2, 16, 8

@@ -14,7 +14,7 @@
 #      behind tandem-coordinator, all on 127.0.0.1;
 #   5. gpu_bench.png and a Markdown table (plot_gpu_bench.py in $PLOT_PYTHON).
 # On a build against the emulator (the default) it runs on the CPU: CI runs
-# it with SHAPE=toy and tiny sizes to prove every step works.
+# it with SHAPE=tiny and tiny sizes to prove every step works.
 # Usage: bench/gpu_bench/run.sh OUT_DIR
 # Env (defaults): SHAPE (llama3-8b), TP (1,2,4,8), NUM_SEQS (1,16,64,256),
 #   INPUT_LEN (512), OUTPUT_LEN (256), MODEL (OUT_DIR/SHAPE-bf16.gguf),

@@ -119,7 +119,8 @@ std::vector<TensorPlan> PlanTensors(const ModelShape& s, gguf::GgmlType dtype) {
   }
   plan.push_back({"output_norm.weight", gguf::GgmlType::kF32, {hidden}, 0.0f});
   if (!s.tied_output) {
-    plan.push_back({"output.weight", dtype, {hidden, s.vocab_size}, std_in});
+    plan.push_back({"output.weight", dtype, {hidden, s.vocab_size},
+                    s.output_std > 0.0f ? s.output_std : std_in});
   }
   return plan;
 }

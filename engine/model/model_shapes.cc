@@ -57,6 +57,26 @@ const std::vector<ModelShape>& KnownModelShapes() {
        .rope_freq_base = 100000.0f,
        .rms_norm_eps = 1e-5f,
        .tied_output = true},
+      // Not a real model either: toy's heads (6 query, 3 KV of 32 dims) over
+      // 2 layers and a synthetic vocabulary of 1024 tokens, so the output
+      // head and the sampler cost little. What the emulated-GPU tests run:
+      // the emulator executes every CUDA thread on the CPU, where toy's
+      // 49152-row head and vocabulary-wide sampling took most of each step.
+      // Its own output matrix, 15x the default spread: logits of about 4
+      // units, a peaked next-token distribution (with the embedding's it
+      // would mostly predict the current token again).
+      {.name = "tiny",
+       .num_layers = 2,
+       .hidden_dim = 192,
+       .ffn_dim = 512,
+       .num_heads = 6,
+       .num_kv_heads = 3,
+       .vocab_size = 1024,
+       .context_length = 2048,
+       .rope_freq_base = 100000.0f,
+       .rms_norm_eps = 1e-5f,
+       .tied_output = false,
+       .output_std = 0.3f},
   };
   return *kShapes;
 }

@@ -26,12 +26,18 @@ struct ModelShape {
   float rope_freq_base = 10000.0f;
   float rms_norm_eps = 1e-5f;
   bool tied_output = false;  // no output.weight: the head reuses token_embd.weight
+  // Not a GGUF key: the standard deviation of the generated output.weight (0:
+  // the generator's default, kGeneratedWeightStd). A larger one gives logits
+  // of a few units, so the next-token distribution is peaked like a trained
+  // model's rather than nearly flat, and sampled tokens do not hinge on the
+  // last bits of a logit.
+  float output_std = 0.0f;
 };
 
 // Every known shape, in a fixed order.
 const std::vector<ModelShape>& KnownModelShapes();
 
-// The shape called `name` ("llama3-8b", "llama2-7b", "smollm2-135m", "toy").
+// The shape called `name` ("llama3-8b", "llama2-7b", "smollm2-135m", "toy", "tiny").
 // InvalidArgument naming `name` and listing the known shapes otherwise.
 absl::StatusOr<ModelShape> FindModelShape(std::string_view name);
 

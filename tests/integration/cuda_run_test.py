@@ -3,7 +3,8 @@
 kernels of kernels/cuda running on the CPU under tandem's emulator), against
 `tandem run --precision reference` on the CPU.
 
-Device precision: --cuda-weights native (Q4_1 weights dequantized in the
+Device precision: --cuda-weights native (the file's quantized weights, Q8_0
+for CI's generated tiny model and Q4_1 for the default one, dequantized in the
 kernels' registers, f32 activations) with --precision reference (f32 KV
 cache). Logits then differ from the CPU's by summation order only
 (cuda_model_runner_test bounds them at 1e-4 of the row's largest logit), so
@@ -12,7 +13,7 @@ DeviceSampler with the CPU's counter RNG) too, but for a draw within that
 much of a boundary. Standard library only.
 
 Env: TANDEM_BIN (build/bin/tandem, built with the emulated backend),
-TANDEM_MODEL (the default GGUF), TANDEM_CUDA_RUNTIME (`emulated`, the
+TANDEM_MODEL (CTest gives the generated tiny model: tests/CMakeLists.txt), TANDEM_CUDA_RUNTIME (`emulated`, the
 default, or `gpu`: TANDEM_BIN is a -DTANDEM_CUDA_RUNTIME=gpu build, run on a
 machine with a GPU; the same checks hold there).
 """

@@ -10,16 +10,16 @@ top-k and top-p warpers, Gumbel keys on the device), a prompt over several KV
 blocks, and speculative decoding with n-gram drafts, verified on the device
 (greedy, which must also equal the same request decoded plainly, and seeded
 sampling with top-k and with top-k off — the whole-vocabulary verification —
-equal to the CPU verifier's tokens).
+equal to the CPU verifier's tokens, one request at a time on both sides).
 
-The model is `tandem make-model --shape toy` with the default model's
-vocabulary (random weights, 4 small layers): the emulator runs every CUDA
+The model is `tandem make-model --shape tiny` (random weights, 2 small
+layers, a synthetic vocabulary of 1024 tokens): the emulator runs every CUDA
 thread on the CPU, too slow for the real 30-layer model at several ranks.
 Its 3 KV heads split 2 + 1 at TP = 2 (uneven) and 1 + 1 + 1 at TP = 3.
 Skipped when mpirun is missing or cannot start processes here. Every wait is
 bounded.
 
-Env: TANDEM_WORKER_BIN, TANDEM_COORDINATOR_BIN, TANDEM_BIN, TANDEM_MODEL, MPIEXEC.
+Env: TANDEM_WORKER_BIN, TANDEM_COORDINATOR_BIN, TANDEM_BIN, MPIEXEC.
 """
 import json
 import os
@@ -34,7 +34,6 @@ from server_process import Server
 WORKER = os.environ["TANDEM_WORKER_BIN"]
 COORDINATOR = os.environ["TANDEM_COORDINATOR_BIN"]
 BIN = os.environ["TANDEM_BIN"]
-MODEL = os.environ["TANDEM_MODEL"]
 MPIEXEC = os.environ.get("MPIEXEC", "")
 TIMEOUT = 600
 DEVICE = ["--device", "cuda", "--cuda-weights", "native", "--precision", "reference",
@@ -51,12 +50,18 @@ REQUESTS = [
     {"prompt": "The sky is", "max_tokens": 5, "num_beams": 3, "do_sample": True,
      "temperature": 0.9, "top_k": 20, "top_p": 0.9, "seed": 4},
     {"prompt_token_ids": [200 + 11 * i for i in range(40)], "max_tokens": 6, "temperature": 0},
+    SPECULATIVE,
+    dict(SPECULATIVE, num_speculative_tokens=3, draft="ngram"),
+]
+# Sampled speculation, one request at a time on both sides: which drafts fit
+# into a step depends on what else the step holds (its token budget), and a
+# sampled token depends on whether it was verified as a draft or sampled
+# plainly, so only the same schedule gives the same tokens.
+SAMPLED_SPECULATIVE = [
     dict(SPECULATIVE, temperature=0.7, top_k=20, seed=9, num_speculative_tokens=3,
          draft="ngram"),
     dict(SPECULATIVE, temperature=0.8, top_p=0.9, seed=21, num_speculative_tokens=3,
          draft="ngram"),
-    SPECULATIVE,
-    dict(SPECULATIVE, num_speculative_tokens=3, draft="ngram"),
 ]
 
 
@@ -73,17 +78,28 @@ class CudaTensorParallelTest(unittest.TestCase):
         if not MPIEXEC or not shutil.which(MPIEXEC):
             raise unittest.SkipTest("mpirun not found")
         cls.tmp = tempfile.mkdtemp(prefix="tandem-cuda-tp-")
-        cls.model = os.path.join(cls.tmp, "toy.gguf")
-        code, _, err = run_cli(BIN, ["make-model", "--shape", "toy", "--dtype", "q8_0",
-                                     "--vocab-from", MODEL, "--out", cls.model], TIMEOUT)
+        cls.model = os.path.join(cls.tmp, "tiny.gguf")
+        code, _, err = run_cli(BIN, ["make-model", "--shape", "tiny", "--dtype", "q8_0",
+                                     "--out", cls.model], TIMEOUT)
         assert code == 0, err
-        cls.requests = os.path.join(cls.tmp, "requests.jsonl")
-        with open(cls.requests, "w") as f:
-            f.write("".join(json.dumps(r) + "\n" for r in REQUESTS))
+        cls.requests = cls.write_requests("requests.jsonl", REQUESTS)
+        cls.sampled = cls.write_requests("sampled.jsonl", SAMPLED_SPECULATIVE)
+        cls.reference = cls.run_reference(cls.requests, []) + cls.run_reference(
+            cls.sampled, ["--max-seqs", "1"])
+
+    @classmethod
+    def write_requests(cls, name, requests):
+        path = os.path.join(cls.tmp, name)
+        with open(path, "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in requests))
+        return path
+
+    @classmethod
+    def run_reference(cls, requests, extra):
         code, out, err = run_cli(BIN, ["run", "--model", cls.model, "--precision", "reference",
-                                       "--requests", cls.requests, "--json"], TIMEOUT)
+                                       "--requests", requests, "--json"] + extra, TIMEOUT)
         assert code == 0, err
-        cls.reference = parse_lines(out)
+        return parse_lines(out)
 
     @classmethod
     def tearDownClass(cls):
@@ -101,13 +117,17 @@ class CudaTensorParallelTest(unittest.TestCase):
         coordinator = Server([COORDINATOR, "--worker", group.address, "--model", self.model,
                               "--port", "0", "--http-port", "-1"], "tandem-coordinator")
         try:
-            code, out, err = run_cli(BIN, ["generate", "--addr", coordinator.address,
-                                           "--requests", self.requests, "--concurrency", "8",
-                                           "--json", "--timeout-s", str(TIMEOUT)], TIMEOUT)
-            self.assertEqual(code, 0, err + group.stderr()[-2000:])
+            lines = []
+            for requests, concurrency in ((self.requests, "8"), (self.sampled, "1")):
+                code, out, err = run_cli(BIN, ["generate", "--addr", coordinator.address,
+                                               "--requests", requests, "--concurrency",
+                                               concurrency, "--json", "--timeout-s",
+                                               str(TIMEOUT)], TIMEOUT)
+                self.assertEqual(code, 0, err + group.stderr()[-2000:])
+                lines += parse_lines(out)
             self.assertIn(f"tensor-parallel size {ranks}", group.stderr())
             self.assertIn("on cuda (emulated", group.stderr())
-            return parse_lines(out)
+            return lines
         finally:
             coordinator.terminate(30)
             coordinator.kill()
@@ -116,7 +136,7 @@ class CudaTensorParallelTest(unittest.TestCase):
 
     def check_group(self, ranks):
         got = self.run_group(ranks)
-        self.assertEqual(len(got), len(REQUESTS))
+        self.assertEqual(len(got), len(REQUESTS) + len(SAMPLED_SPECULATIVE))
         for i, (g, w) in enumerate(zip(got, self.reference)):
             self.assertEqual(completions(g), completions(w), f"TP {ranks}: request {i + 1}")
             self.assertEqual(len(g.get("logprobs", [])), len(w.get("logprobs", [])))
@@ -125,7 +145,8 @@ class CudaTensorParallelTest(unittest.TestCase):
             self.check_top_logprobs(g.get("top_logprobs", []), w.get("top_logprobs", []),
                                     f"TP {ranks}: request {i + 1}")
         # Speculation changes nothing: the n-gram request equals the plain one.
-        self.assertEqual(completions(got[-1]), completions(got[-2]))
+        last = len(REQUESTS) - 1
+        self.assertEqual(completions(got[last]), completions(got[last - 1]))
 
     def check_top_logprobs(self, got, want, msg):
         self.assertEqual([[t["token_id"] for t in p] for p in got],

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/gpu_bench/run.sh end to end on the emulated GPU (the default build):
-the toy shape at tiny sizes, TP 1 and 2. Every step must run — the model is
+the tiny shape at tiny sizes, TP 1 and 2. Every step must run — the model is
 made, tandem-gpu-bench reports single-stream decode against the roofline and
 throughput for each TP and batch size, the transformers baseline is recorded
 (as skipped without torch + CUDA), the serving benchmark completes every
@@ -20,7 +20,7 @@ import unittest
 SOURCE = os.environ["TANDEM_SOURCE_DIR"]
 BIN_DIR = os.environ["TANDEM_BIN_DIR"]
 TIMEOUT = 900
-SIZES = {"SHAPE": "toy", "TP": "1,2", "NUM_SEQS": "1,2", "INPUT_LEN": "16", "OUTPUT_LEN": "4",
+SIZES = {"SHAPE": "tiny", "TP": "1,2", "NUM_SEQS": "1,2", "INPUT_LEN": "16", "OUTPUT_LEN": "4",
          "SERVING_CONCURRENCY": "2", "SERVING_REQUESTS": "2",
          "GPU_BENCH_ARGS": "--copy-bytes 16777216 --max-batched-tokens 64",
          "WORKER_ARGS": "--kv-blocks 64 --max-batched-tokens 64"}
@@ -48,7 +48,7 @@ class GpuBenchTest(unittest.TestCase):
         r = self.load("tandem.json")
         self.assertEqual(r["device"], "cuda (emulated on the CPU)")
         self.assertGreater(r["d2d_bandwidth_gbs"], 0)
-        self.assertEqual(r["model"]["num_layers"], 4)
+        self.assertEqual(r["model"]["num_layers"], 2)  # the tiny shape
         self.assertEqual(sorted(s["tp"] for s in r["single_stream"]), [1, 2])
         for s in r["single_stream"]:
             self.assertGreater(s["decode_tokens_per_s"], 0)

@@ -1,5 +1,5 @@
-// CudaModelRunner under the CUDA emulator against the CPU Model on the
-// default model: the same batches through both (prefill chunks past the GEMV
+// CudaModelRunner under the CUDA emulator against the CPU Model on the model
+// at $TANDEM_MODEL (CTest: the generated tiny model, tests/CMakeLists.txt): the same batches through both (prefill chunks past the GEMV
 // limit, decode steps, mixed steps), copy-on-write forks, the allocation
 // counter, capacity errors and KV sizing from the memory fraction.
 #include "engine/device/cuda_model_runner.h"

@@ -1,5 +1,5 @@
 // Tensor parallelism on the device under the CUDA emulator: TP = 2 (the
-// default model's 3 KV heads split 2 + 1) and TP = 3, one thread and one
+// model's 3 KV heads split 2 + 1) and TP = 3, one thread and one
 // CudaModelRunner per rank joined by ThreadCommunicator (the device
 // all-reduce's in-process stand-in), against the CPU Model at TP = 1 in
 // reference precision over prefill, decode and mixed steps. Also: device
