@@ -9,10 +9,27 @@
 # itself sets up the integration tests' Python (.venv-test/,
 # scripts/setup-test-venv.sh) and their gRPC stubs (build/python/) first: see
 # tests/integration/.
+#
+# At the end, pass or fail, it prints each stage's wall time and the slowest
+# tests (scripts/test-times.sh), so CI's growth toward its limit is visible.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bash scripts/build.sh -DTANDEM_SANITIZED_TESTS_IN_ALL=OFF
-bash scripts/fetch-model.sh >/dev/null
-ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900
-bash scripts/test-sanitizers.sh thread address
+stages=()
+stage() {  # stage NAME COMMAND...: runs COMMAND, recording its wall time
+  local name="$1" start=$SECONDS
+  shift
+  "$@"
+  stages+=("$(printf '%6d s  %s' $((SECONDS - start)) "$name")")
+}
+report() {
+  echo "== stage wall times (of ${SECONDS} s in all)"
+  if [ ${#stages[@]} -gt 0 ]; then printf '%s\n' "${stages[@]}"; fi
+  bash scripts/test-times.sh || true
+}
+trap report EXIT
+stage build bash scripts/build.sh -DTANDEM_SANITIZED_TESTS_IN_ALL=OFF
+stage fetch-model bash scripts/fetch-model.sh >/dev/null
+stage ctest ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900
+stage tsan bash scripts/test-sanitizers.sh thread
+stage asan bash scripts/test-sanitizers.sh address
