@@ -7,8 +7,8 @@
 #            tests (cuda_emulation) and one cluster integration test with real
 #            processes (migration_integration_test: a coordinator, two workers,
 #            24 mixed streams, a SIGKILL). The --device cuda model tests
-#            (cuda_device: whole models through the emulator, minutes even
-#            unsanitized) run in the main build only.
+#            (cuda_device: whole models through the emulator) run in the
+#            main build only.
 #   thread   build-tsan/: ThreadSanitizer over the concurrency tests (label
 #            tsan: scheduler, scheduler loops and request migration, the
 #            worker-group pool, the service's request stream, the thread pool,
@@ -18,7 +18,9 @@
 #            cuda_emulation_tsan_* tests check that it is.
 #
 # Both compile at -O1 with line tables only (-g1, cmake/TandemSanitize.cmake):
-# reports keep file:line and the builds stay cheap. Suppressions: none.
+# reports keep file:line and the builds stay cheap. Under TSan the CPU kernels
+# (tandem_kernels) are compiled uninstrumented at -O2: kernels/CMakeLists.txt.
+# Suppressions: none.
 #
 #   address-emulation  build-asan/: ASan + UBSan over the CUDA emulation's
 #            tests only (a quick check while working on the emulation).

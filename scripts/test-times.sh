@@ -7,6 +7,7 @@
 # dir as the job's name; then each dir's total.
 #   scripts/test-times.sh [-n N] [DIR...]
 set -euo pipefail
+export LC_ALL=C  # printf's %f reads "12.5" whatever the locale
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 count=10
@@ -25,6 +26,6 @@ for dir in "${dirs[@]}"; do
 done
 if [ ${#rows[@]} -eq 0 ]; then echo "no CTest timings found in: ${dirs[*]}"; exit 0; fi
 echo "== the $count slowest tests (seconds, job, test)"
-printf '%s\n' "${rows[@]}" | sort -rn | head -n "$count"
+printf '%s\n' "${rows[@]}" | sort -rn | head -n "$count" || true
 echo "== seconds of test time per job (tests run in parallel: more than wall time)"
 printf '%s\n' "${rows[@]}" | awk '{t[$2] += $1} END {for (d in t) printf "%10.1f  %s\n", t[d], d}' | sort -rn

@@ -17,10 +17,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 stages=()
 stage() {  # stage NAME COMMAND...: runs COMMAND, recording its wall time
-  local name="$1" start=$SECONDS
+  local name="$1" start=$SECONDS status=0
   shift
-  "$@"
+  "$@" || status=$?
+  if [ "$status" -ne 0 ]; then name="$name (failed, exit $status)"; fi
   stages+=("$(printf '%6d s  %s' $((SECONDS - start)) "$name")")
+  return "$status"
 }
 report() {
   echo "== stage wall times (of ${SECONDS} s in all)"

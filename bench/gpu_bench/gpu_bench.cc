@@ -10,8 +10,8 @@
 //    timed on in bench/gpu_bench/hf_baseline.py).
 // The report is JSON (--out, else stdout); bench/gpu_bench/run.sh runs the
 // whole benchmark (model, baseline, serving benchmark, plot). Built against
-// the emulator (the default build) it runs on the CPU at toy shapes: what CI
-// checks.
+// the emulator (the default build) it runs on the CPU at the tiny shape: what
+// CI checks.
 //
 // Thread model: the main thread drives; BenchGroup runs a thread per rank.
 #include <cstdio>

@@ -10,7 +10,7 @@
 namespace tandem::client {
 
 struct MakeModelOptions {
-  std::string shape;       // --shape: llama3-8b, llama2-7b, smollm2-135m or toy
+  std::string shape;       // --shape: llama3-8b, llama2-7b, smollm2-135m, toy or tiny
   std::string dtype;       // --dtype: bf16 or q8_0 (norms are always f32)
   std::string out;         // --out: the GGUF to write (replaced when complete)
   uint64_t seed = 0;       // --seed: same seed, same file bytes

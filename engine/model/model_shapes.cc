@@ -44,8 +44,9 @@ const std::vector<ModelShape>& KnownModelShapes() {
        .tied_output = true},
       // Not a real model: SmolLM2's vocabulary (--vocab-from its GGUF) over
       // 4 small layers whose 6 query and 3 KV heads split over 2 and 3
-      // tensor-parallel ranks like SmolLM2-135M's. What emulated-GPU tests
-      // and benchmarks run end to end in seconds rather than minutes.
+      // tensor-parallel ranks like SmolLM2-135M's: a draft that shares the
+      // default model's vocabulary (speculative_test), and emulated-GPU
+      // benchmarks by hand.
       {.name = "toy",
        .num_layers = 4,
        .hidden_dim = 192,

@@ -75,8 +75,8 @@ uint64_t HashFile(const std::string& path) {
   return h ^ bytes.size();
 }
 
-ModelShape TinyShape() {
-  return {.name = "tiny",
+ModelShape SmallTestShape() {
+  return {.name = "small-test",
           .num_layers = 2,
           .hidden_dim = 64,
           .ffn_dim = 128,
@@ -177,23 +177,23 @@ TEST(ModelGeneratorTest, ParsesDtypes) {
 TEST(ModelGeneratorTest, RejectsBadDtypeShapeAndDirectory) {
   TempDir dir;
   const std::string out = dir.File("m.gguf");
-  EXPECT_EQ(GenerateModel(TinyShape(), GgmlType::kQ4_0, 1, out, nullptr).code(),
+  EXPECT_EQ(GenerateModel(SmallTestShape(), GgmlType::kQ4_0, 1, out, nullptr).code(),
             StatusCode::kInvalidArgument);
-  ModelShape bad_heads = TinyShape();
+  ModelShape bad_heads = SmallTestShape();
   bad_heads.num_heads = 5;
   absl::Status s = GenerateModel(bad_heads, GgmlType::kBF16, 1, out, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("num_heads 5"), std::string::npos) << s;
-  ModelShape bad_width = TinyShape();
+  ModelShape bad_width = SmallTestShape();
   bad_width.ffn_dim = 100;  // fine for bf16, not a multiple of the Q8_0 block
   EXPECT_EQ(GenerateModel(bad_width, GgmlType::kQ8_0, 1, out, nullptr).code(),
             StatusCode::kInvalidArgument);
-  ModelShape small_vocab = TinyShape();
+  ModelShape small_vocab = SmallTestShape();
   small_vocab.vocab_size = 100;  // below the 259 fixed tokens
   EXPECT_EQ(GenerateModel(small_vocab, GgmlType::kBF16, 1, out, nullptr).code(),
             StatusCode::kInvalidArgument);
   EXPECT_FALSE(std::filesystem::exists(out));
-  s = GenerateModel(TinyShape(), GgmlType::kBF16, 1, dir.File("missing/m.gguf"), nullptr);
+  s = GenerateModel(SmallTestShape(), GgmlType::kBF16, 1, dir.File("missing/m.gguf"), nullptr);
   EXPECT_EQ(s.code(), StatusCode::kNotFound) << s;
 }
 
@@ -274,13 +274,13 @@ TEST(ModelGeneratorTest, StreamingWriterFailuresLeaveNoFile) {
 }
 
 // Same seed, same bytes; another seed, other bytes. Both dtypes load and run.
-TEST(ModelGeneratorTest, TinyShapeIsReproducibleAndRuns) {
+TEST(ModelGeneratorTest, SmallTestShapeIsReproducibleAndRuns) {
   TempDir dir;
   for (GgmlType dtype : {GgmlType::kBF16, GgmlType::kQ8_0}) {
     const std::string a = dir.File("a.gguf"), b = dir.File("b.gguf"), c = dir.File("c.gguf");
-    ASSERT_TRUE(GenerateModel(TinyShape(), dtype, 7, a, nullptr).ok());
-    ASSERT_TRUE(GenerateModel(TinyShape(), dtype, 7, b, nullptr).ok());
-    ASSERT_TRUE(GenerateModel(TinyShape(), dtype, 8, c, nullptr).ok());
+    ASSERT_TRUE(GenerateModel(SmallTestShape(), dtype, 7, a, nullptr).ok());
+    ASSERT_TRUE(GenerateModel(SmallTestShape(), dtype, 7, b, nullptr).ok());
+    ASSERT_TRUE(GenerateModel(SmallTestShape(), dtype, 8, c, nullptr).ok());
     EXPECT_EQ(HashFile(a), HashFile(b));
     EXPECT_NE(HashFile(a), HashFile(c));
     for (Precision precision : {Precision::kFast, Precision::kReference}) {
@@ -457,7 +457,7 @@ TEST(ModelGeneratorVocabTest, CopiesVocabularyOfMatchingSize) {
 
   // A source of another vocabulary size is ignored: synthetic tokens instead.
   const std::string tiny = dir.File("tiny.gguf");
-  ASSERT_TRUE(GenerateModel(TinyShape(), GgmlType::kBF16, 1, tiny, source->get()).ok());
+  ASSERT_TRUE(GenerateModel(SmallTestShape(), GgmlType::kBF16, 1, tiny, source->get()).ok());
   absl::StatusOr<std::unique_ptr<gguf::GgufFile>> tiny_file = gguf::GgufFile::Open(tiny);
   ASSERT_TRUE(tiny_file.ok());
   absl::StatusOr<tokenizer::Vocab> tv = tokenizer::LoadVocabFromGguf(**tiny_file);
