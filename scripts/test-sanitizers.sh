@@ -18,8 +18,10 @@
 #            cuda_emulation_tsan_* tests check that it is.
 #
 # Both compile at -O1 with line tables only (-g1, cmake/TandemSanitize.cmake):
-# reports keep file:line and the builds stay cheap. Under TSan the CPU kernels
-# (tandem_kernels) are compiled uninstrumented at -O2: kernels/CMakeLists.txt.
+# reports keep file:line and the builds stay cheap. In both, the CPU kernels
+# that models run (tandem_kernels) are compiled uninstrumented at -O2; under
+# ASan the kernels' own tests link an instrumented copy
+# (tandem_kernels_checked): kernels/CMakeLists.txt.
 # Suppressions: none.
 #
 #   address-emulation  build-asan/: ASan + UBSan over the CUDA emulation's

@@ -150,10 +150,7 @@ void Scheduler::RollBackBeamDrafts(RequestState* r) {
 // as in streamed text): the text goes into proto string fields and JSON,
 // and a beam of a model that emits raw byte tokens may end inside a character.
 std::string Scheduler::DecodeText(const std::vector<int32_t>& tokens) const {
-  tokenizer::IncrementalDetokenizer detokenizer(*tokenizer_, /*skip_special=*/true);
-  std::string text;
-  for (int32_t id : tokens) text += detokenizer.Append(id);
-  return text + detokenizer.Flush();
+  return tokenizer::DecodeValidUtf8(*tokenizer_, tokens, /*skip_special=*/true);
 }
 
 void Scheduler::EmitBestBeam(RequestState* r, FinishReason reason) {

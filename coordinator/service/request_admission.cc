@@ -75,11 +75,7 @@ absl::StatusOr<std::string> RequestAdmission::Decode(std::span<const int32_t> id
           tokenizer_->vocab_size()));
     }
   }
-  tokenizer::IncrementalDetokenizer detok(*tokenizer_, skip_special_tokens);
-  std::string text;
-  for (int32_t id : ids) text += detok.Append(id);
-  text += detok.Flush();
-  return text;
+  return tokenizer::DecodeValidUtf8(*tokenizer_, ids, skip_special_tokens);
 }
 
 absl::Status RequestAdmission::CheckRequestedDraft(const std::string& requested) const {

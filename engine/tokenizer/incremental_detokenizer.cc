@@ -78,4 +78,12 @@ std::string IncrementalDetokenizer::Append(int32_t token) {
 
 std::string IncrementalDetokenizer::Flush() { return Drain(/*final=*/true); }
 
+std::string DecodeValidUtf8(const Tokenizer& tokenizer, std::span<const int32_t> ids,
+                            bool skip_special) {
+  IncrementalDetokenizer detokenizer(tokenizer, skip_special);
+  std::string text;
+  for (int32_t id : ids) text += detokenizer.Append(id);
+  return text + detokenizer.Flush();
+}
+
 }  // namespace tandem::tokenizer

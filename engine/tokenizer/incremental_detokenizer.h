@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <span>
 #include <string_view>
 
 #include "engine/tokenizer/bpe_tokenizer.h"
@@ -51,6 +52,12 @@ class IncrementalDetokenizer {
   std::string pending_;  // bytes not yet emitted: an incomplete character
   std::string text_;
 };
+
+// The whole text of `ids` as the streamed chunks would add up to: always
+// valid UTF-8 (what a complete response carries), unlike Tokenizer::Decode,
+// which returns the bytes as they are. Ids outside the vocabulary add none.
+std::string DecodeValidUtf8(const Tokenizer& tokenizer, std::span<const int32_t> ids,
+                            bool skip_special);
 
 // Length of the longest prefix of `bytes` that Drain may emit: whole valid
 // characters, plus maximal invalid subparts (reported via `out` as U+FFFD).

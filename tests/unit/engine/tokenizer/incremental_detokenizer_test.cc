@@ -102,6 +102,21 @@ TEST(IncrementalDetokenizerTest, SkipSpecial) {
   EXPECT_EQ(skip.Append(-1), "");  // out of range: no text
 }
 
+// A whole response's text (beam results, /detokenize): the chunks joined,
+// valid UTF-8 where Decode keeps a cut character's bytes.
+TEST(IncrementalDetokenizerTest, DecodeValidUtf8IsTheJoinedStream) {
+  auto t = ByteTokenizer();
+  ASSERT_NE(t, nullptr);
+  const std::vector<int32_t> cut = {'a', 0xF0, 0x9F, 0x98, 256};  // "a" + 3 of 😀's 4 bytes
+  EXPECT_EQ(DecodeValidUtf8(*t, cut, /*skip_special=*/true), "a\xEF\xBF\xBD");
+  EXPECT_EQ(DecodeValidUtf8(*t, cut, /*skip_special=*/false), "a\xEF\xBF\xBD<|im_end|>");
+  const absl::StatusOr<std::string> raw = t->Decode(cut, /*skip_special=*/true);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_FALSE(IsValidUtf8(*raw));
+  const std::vector<int32_t> whole = {'a', 0xF0, 0x9F, 0x98, 0x80, -1};
+  EXPECT_EQ(DecodeValidUtf8(*t, whole, /*skip_special=*/true), "a😀");
+}
+
 TEST(IncrementalDetokenizerTest, StreamsEveryReferenceTextLikeDecode) {
   auto tokenizer = testing::LoadModelTokenizer();
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
