@@ -4,7 +4,7 @@
 
 namespace tandem::protocol {
 
-void DraftRequestToProto(const coordinator::DraftRequest& r, int64_t wire_id,
+void DraftRequestToProto(const draft::DraftRequest& r, int64_t wire_id,
                          tandem::v1::ProposeSequence* s) {
   s->set_seq_id(wire_id);
   s->mutable_new_tokens()->Add(r.new_tokens.begin(), r.new_tokens.end());
@@ -19,8 +19,8 @@ void DraftRequestToProto(const coordinator::DraftRequest& r, int64_t wire_id,
   s->set_stream(r.stream);
 }
 
-coordinator::DraftProposal DraftProposalFromProto(const tandem::v1::Proposal& proto) {
-  coordinator::DraftProposal p;
+draft::DraftProposal DraftProposalFromProto(const tandem::v1::Proposal& proto) {
+  draft::DraftProposal p;
   for (const tandem::v1::DraftToken& t : proto.tokens()) {
     p.tokens.push_back(t.token());
     p.probs.push_back(DraftProbsFromProto(t));

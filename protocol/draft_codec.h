@@ -1,4 +1,4 @@
-// tandem.v1.Draft messages <-> native: a coordinator's DraftRequest as a
+// tandem.v1.Draft messages <-> native: a coordinator's draft::DraftRequest as a
 // ProposeSequence and the Proposal that answers it (coordinator side), a
 // ProposeSequence as the proposer's ProposeInput and its DraftTokens as a
 // Proposal (draft worker side).
@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "coordinator/scheduler/draft_pool.h"
+#include "draft/api/draft_request.h"
 #include "draft/api/proposer.h"
 #include "engine/sampling/sampling_params.h"
 #include "tandem/v1/draft.pb.h"
@@ -17,10 +17,10 @@
 namespace tandem::protocol {
 
 // `wire_id` is the sequence's id on the draft worker.
-void DraftRequestToProto(const coordinator::DraftRequest& request, int64_t wire_id,
+void DraftRequestToProto(const draft::DraftRequest& request, int64_t wire_id,
                          tandem::v1::ProposeSequence* proto);
 // The proposal's tokens with their q (DraftProposal::ok stays true).
-coordinator::DraftProposal DraftProposalFromProto(const tandem::v1::Proposal& proto);
+draft::DraftProposal DraftProposalFromProto(const tandem::v1::Proposal& proto);
 
 // A view of `proto` (which must outlive it); its params point into
 // `params`, set when the sequence carries sampling params. Not validated:

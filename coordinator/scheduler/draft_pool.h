@@ -21,29 +21,13 @@
 #include <vector>
 
 #include "common/strong_id.h"
-#include "engine/sampling/sampling_params.h"
-#include "engine/sampling/speculative_verifier.h"
+#include "draft/api/draft_request.h"
 
 namespace tandem::coordinator {
 
-struct DraftRequest {
-  SeqId seq;
-  std::vector<int32_t> new_tokens;  // history the draft has not seen
-  int32_t start_pos = 0;            // the length the draft holds (0: new)
-  int32_t gamma = 1;                // tokens wanted, >= 1
-  const sampling::SamplingParams* params = nullptr;  // how the draft draws
-  uint64_t seed = 0;
-  uint64_t stream = 0;
-  // The draft kind the request named (draft::ValidateRequestedDraft); empty
-  // = the deployment's draft.
-  std::string_view kind;
-};
-
-struct DraftProposal {
-  bool ok = true;                          // false: fall back to plain decoding
-  std::vector<int32_t> tokens;             // at most gamma, possibly none
-  std::vector<sampling::DraftProbs> probs;  // one per token: q for verification
-};
+// The scheduler's names for the draft contract's types (draft/api).
+using DraftRequest = draft::DraftRequest;
+using DraftProposal = draft::DraftProposal;
 
 class DraftPool {
  public:
