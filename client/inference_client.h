@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "client/json_request.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "tandem/client.h"
 
 namespace tandem::client {

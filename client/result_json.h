@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "nlohmann/json.hpp"
 
 namespace tandem::client {

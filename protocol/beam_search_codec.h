@@ -6,7 +6,7 @@
 #define TANDEM_PROTOCOL_BEAM_SEARCH_CODEC_H_
 
 #include "absl/status/statusor.h"
-#include "coordinator/decoding/beam_search.h"
+#include "coordinator/api/beam_search_params.h"
 #include "tandem/v1/inference.pb.h"
 
 namespace tandem::protocol {

@@ -6,7 +6,7 @@
 #define TANDEM_PROTOCOL_GENERATE_REQUEST_CODEC_H_
 
 #include "absl/status/statusor.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "tandem/v1/inference.pb.h"
 
 namespace tandem::protocol {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "tandem/v1/inference.pb.h"
 
 namespace tandem::protocol {

@@ -17,7 +17,7 @@
 #include "client/inference_client.h"
 #include "client/json_request.h"
 #include "client/result_json.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "nlohmann/json.hpp"
 #include "tandem/client.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/decoding/beam_search.h"
+#include "coordinator/api/beam_search_params.h"
 #include "engine/sampling/sampling_params.h"
 
 namespace tandem::client {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/decoding/beam_search.h"
+#include "coordinator/api/beam_search_params.h"
 #include "engine/device/device_options.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampling_params.h"

@@ -12,10 +12,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace tandem::coordinator {
+#include "coordinator/api/beam_search_params.h"
 
-// transformers' early_stopping: true, false or "never".
-enum class EarlyStopping { kFalse, kTrue, kNever };
+namespace tandem::coordinator {
 
 struct BeamHypothesis {
   double score = 0;               // sum_logprobs / generated_len ** length_penalty

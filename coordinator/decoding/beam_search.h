@@ -31,25 +31,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "coordinator/api/beam_search_params.h"
 #include "coordinator/decoding/beam_hypotheses.h"
 
 namespace tandem::coordinator {
-
-inline constexpr int32_t kMinBeams = 2;
-inline constexpr int32_t kMaxBeams = 32;
-
-struct BeamSearchParams {
-  int32_t num_beams = 1;             // [kMinBeams, kMaxBeams] once beam search is requested
-  int32_t num_beam_groups = 1;       // divides num_beams
-  double diversity_penalty = 0.0;    // >= 0; needs num_beam_groups > 1 to matter
-  double length_penalty = 1.0;       // exponent of the length in the hypothesis score
-  EarlyStopping early_stopping = EarlyStopping::kFalse;
-  int32_t num_return_sequences = 1;  // [1, num_beams]
-  bool do_sample = false;            // beam sampling (not with groups)
-};
-
-// INVALID_ARGUMENT naming the value and the limit.
-absl::Status ValidateBeamSearchParams(const BeamSearchParams& params);
 
 // One next-token choice of a running beam. `score` is the processed
 // log-probability; `key` orders candidates for selection: equal to `score`

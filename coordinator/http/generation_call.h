@@ -32,7 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/http_session.h"
 #include "coordinator/http/openai_response.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "coordinator/service/request_admission.h"
 #include "coordinator/service/request_stream.h"
 

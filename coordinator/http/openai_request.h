@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/http/json_fields.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "engine/tokenizer/chat_template.h"
 
 namespace tandem::coordinator::http {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "coordinator/http/openai_request.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "nlohmann/json.hpp"
 

@@ -23,7 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "coordinator/cluster/draft_worker_set.h"
 #include "coordinator/cluster/worker_group_pool.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"

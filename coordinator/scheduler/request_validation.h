@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 
 namespace tandem::coordinator {
 

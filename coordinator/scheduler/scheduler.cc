@@ -17,17 +17,6 @@
 
 namespace tandem::coordinator {
 
-const char* FinishReasonName(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kNone: return "none";
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
-  }
-  return "unknown";
-}
-
 absl::Status ValidateSchedulerConfig(const SchedulerConfig& config) {
   if (config.max_num_batched_tokens < 1) {
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -31,7 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "coordinator/decoding/gamma_controller.h"
 #include "coordinator/scheduler/draft_pool.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "coordinator/scheduler/worker_group.h"
 #include "engine/kv/kv_manager.h"
 #include "engine/tokenizer/bpe_tokenizer.h"

@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "coordinator/service/admitted_request.h"
 #include "protocol/generate_response_codec.h"
 #include "coordinator/service/request_admission.h"

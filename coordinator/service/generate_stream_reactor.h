@@ -32,7 +32,7 @@
 #include "coordinator/service/admitted_call.h"
 #include "coordinator/service/admitted_request.h"
 #include "protocol/generate_response_codec.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "coordinator/service/request_admission.h"
 #include "coordinator/service/request_stream.h"
 #include "grpcpp/grpcpp.h"

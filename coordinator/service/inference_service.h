@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/api_key.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "coordinator/service/request_admission.h"
 #include "protocol/generate_response_codec.h"
 #include "tandem/v1/inference.grpc.pb.h"

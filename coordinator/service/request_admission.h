@@ -27,7 +27,7 @@
 #include "absl/status/statusor.h"
 #include "coordinator/cluster/draft_worker_set.h"
 #include "coordinator/cluster/worker_group_pool.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 #include "coordinator/scheduler/worker_group.h"
 #include "coordinator/service/admitted_request.h"
 #include "coordinator/service/request_registry.h"

@@ -22,7 +22,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 
 namespace tandem::coordinator {
 

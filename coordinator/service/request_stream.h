@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "coordinator/scheduler/request.h"
+#include "coordinator/api/request.h"
 
 namespace tandem::coordinator {
 

@@ -1,7 +1,7 @@
 // Native request and output types of the coordinator: what the service layer
 // (or `tandem run`) parses a client request into, and what flows back.
-#ifndef TANDEM_COORDINATOR_SCHEDULER_REQUEST_H_
-#define TANDEM_COORDINATOR_SCHEDULER_REQUEST_H_
+#ifndef TANDEM_COORDINATOR_API_REQUEST_H_
+#define TANDEM_COORDINATOR_API_REQUEST_H_
 
 #include <cstdint>
 #include <optional>
@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "common/strong_id.h"
-#include "coordinator/decoding/beam_search.h"
+#include "coordinator/api/beam_search_params.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/sampling_params.h"
 
@@ -114,4 +114,4 @@ class RequestObserver {
 
 }  // namespace tandem::coordinator
 
-#endif  // TANDEM_COORDINATOR_SCHEDULER_REQUEST_H_
+#endif  // TANDEM_COORDINATOR_API_REQUEST_H_
