@@ -31,8 +31,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/http_session.h"
-#include "coordinator/http/openai_response.h"
 #include "coordinator/api/request.h"
+#include "coordinator/http/openai_response.h"
 #include "coordinator/service/request_admission.h"
 #include "coordinator/service/request_stream.h"
 

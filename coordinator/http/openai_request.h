@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "coordinator/http/json_fields.h"
 #include "coordinator/api/request.h"
+#include "coordinator/http/json_fields.h"
 #include "engine/tokenizer/chat_template.h"
 
 namespace tandem::coordinator::http {

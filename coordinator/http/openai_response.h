@@ -11,8 +11,8 @@
 #include <span>
 #include <string>
 
-#include "coordinator/http/openai_request.h"
 #include "coordinator/api/request.h"
+#include "coordinator/http/openai_request.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "nlohmann/json.hpp"
 

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "coordinator/api/request.h"
 #include "coordinator/cluster/draft_worker_set.h"
 #include "coordinator/cluster/worker_group_pool.h"
-#include "coordinator/api/request.h"
 #include "coordinator/scheduler/worker_group.h"
 #include "coordinator/service/admitted_request.h"
 #include "coordinator/service/request_registry.h"

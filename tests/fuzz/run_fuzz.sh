@@ -56,6 +56,7 @@ case "$TARGET" in
     ;;
   jsonl_request)
     LIB_SOURCES=("$REPO/client/json_request.cc" "$REPO/engine/sampling/sampling_params.cc"
+                 "$REPO/coordinator/api/beam_search_params.cc"
                  "$REPO/coordinator/decoding/beam_search.cc"
                  "$REPO/coordinator/decoding/beam_hypotheses.cc"
                  "$REPO/draft/api/speculative_spec.cc" "$REPO/common/logging.cc")
@@ -68,6 +69,7 @@ case "$TARGET" in
                  "$REPO/protocol/beam_search_codec.cc"
                  "$REPO/coordinator/scheduler/request_validation.cc"
                  "$REPO/engine/sampling/sampling_params.cc"
+                 "$REPO/coordinator/api/request.cc" "$REPO/coordinator/api/beam_search_params.cc"
                  "$REPO/coordinator/decoding/beam_search.cc"
                  "$REPO/coordinator/decoding/beam_hypotheses.cc"
                  "$REPO/draft/api/speculative_spec.cc" "$REPO/common/logging.cc")

@@ -12,8 +12,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "coordinator/cluster/local_worker_group.h"
 #include "coordinator/api/request.h"
+#include "coordinator/cluster/local_worker_group.h"
 #include "coordinator/scheduler/worker_group.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model.h"
