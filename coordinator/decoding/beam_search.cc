@@ -1,11 +1,9 @@
 #include "coordinator/decoding/beam_search.h"
 
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/str_format.h"
 #include "common/logging.h"
 
 namespace tandem::coordinator {

@@ -87,7 +87,9 @@ class RecyclingStack {
     constexpr std::ptrdiff_t kExitSlack = 16 * 1024;
     const char* bottom = static_cast<const char*>(context.sp) - context.size;
     const char* from = bottom;
-    if (*exit_frame_ != nullptr && *exit_frame_ - kExitSlack > bottom) from = *exit_frame_ - kExitSlack;
+    if (*exit_frame_ != nullptr && *exit_frame_ - kExitSlack > bottom) {
+      from = *exit_frame_ - kExitSlack;
+    }
     fiber_resources.retired_stacks.emplace_back(context, from);
   }
 
