@@ -15,9 +15,12 @@ elseif(TANDEM_SANITIZE)
 endif()
 
 if(tandem_sanitize_flags)
-  # -O1: the sanitizers' recommended level (readable stacks, still cheap to
-  # run); with -g1 a sanitizer build compiles in about half the time of -O2 -g.
-  set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O1 -g1")
+  # -Og: GCC's level for debugging builds. Instrumented code is cheap enough
+  # to run at it, and under ASan + UBSan a test compiles in ~55% of -O1's time
+  # (step_executor_test.cc: 13.7 vs 24.8 s user; http_session.cc: 99 vs 155 s),
+  # which is most of CI's sanitizer stages. -g1: line tables, so reports keep
+  # file:line.
+  set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-Og -g1")
   add_compile_options(${tandem_sanitize_flags} -fno-omit-frame-pointer)
   add_link_options(${tandem_sanitize_flags})
 endif()

@@ -17,7 +17,7 @@
 #            order them, so a missing barrier is reported as a data race; the
 #            cuda_emulation_tsan_* tests check that it is.
 #
-# Both compile at -O1 with line tables only (-g1, cmake/TandemSanitize.cmake):
+# Both compile at -Og with line tables only (-g1, cmake/TandemSanitize.cmake):
 # reports keep file:line and the builds stay cheap. In both, the CPU kernels
 # that models run (tandem_kernels) are compiled uninstrumented at -O2; under
 # ASan the kernels' own tests link an instrumented copy

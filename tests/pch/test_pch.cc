@@ -1,0 +1,2 @@
+// The translation unit that builds tests/pch/test_pch.h's precompiled header;
+// the tests reuse it (tests/CMakeLists.txt).
