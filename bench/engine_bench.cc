@@ -16,7 +16,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "common/flag_help.h"
+#include "common/flags/flag_help.h"
 #include "common/logging.h"
 #include "engine/kv/kv_manager.h"
 #include "engine/kv/kv_storage.h"

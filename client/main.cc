@@ -2,7 +2,7 @@
 // lists the subcommands (run, tokenize, generate, chat, bench, up, health,
 // make-model), what each does and exactly the flags each takes; `tandem
 // --help` and `tandem COMMAND --help` print it, and a flag the command does
-// not take is refused by name (common/flag_help.h). Each command's work is in
+// not take is refused by name (common/flags/flag_help.h). Each command's work is in
 // client/commands/.
 //
 // Thread model: the main thread parses flags and runs the command (for run,
@@ -32,10 +32,11 @@
 #include "client/commands/up_command.h"
 #include "client/json_request.h"
 #include "client/up_config.h"
-#include "common/flag_help.h"
-#include "common/given_flags.h"
+#include "common/flags/flag_help.h"
+#include "common/flags/given_flags.h"
 #include "common/logging.h"
 #include "coordinator/scheduler/scheduler.h"
+#include "engine/options/engine_flags.h"
 
 // Help texts say what a flag means wherever it is taken; a flag whose meaning
 // differs between subcommands gets its text per subcommand in TandemProgram().
@@ -78,25 +79,6 @@ ABSL_FLAG(std::string, num_speculative_tokens, "auto",
 ABSL_FLAG(bool, do_sample, false,
           "Beam search: sample beams (temperature / top-k / top-p warp the scores)");
 ABSL_FLAG(bool, json, false, "Print one JSON object per returned sequence");
-ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
-ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
-ABSL_FLAG(std::string, device, "cpu",
-          "cpu, or cuda: the CUDA backend (emulated on the CPU unless built with "
-          "-DTANDEM_CUDA_RUNTIME=gpu)");
-ABSL_FLAG(std::string, cuda_weights, "bf16",
-          "--device cuda: bf16 (weights dequantized to bf16) or native (kept quantized)");
-ABSL_FLAG(std::string, cuda_sampling, "device",
-          "--device cuda: device (sample on the GPU, only tokens come back) or host (copy the "
-          "logits to the host and sample there)");
-ABSL_FLAG(bool, cuda_graphs, true,
-          "--device cuda: run decode steps as CUDA graphs captured per batch shape "
-          "(--nocuda-graphs: launch every kernel each step)");
-ABSL_FLAG(double, gpu_memory_fraction, 0.9,
-          "--device cuda: share of GPU memory for weights, scratch and KV cache (sizes the "
-          "cache unless --kv-blocks is set)");
-ABSL_FLAG(int64_t, kv_cache_bytes, 512ll << 20, "KV cache capacity in bytes");
-ABSL_FLAG(int32_t, kv_blocks, 0, "KV cache capacity in blocks (overrides --kv-cache-bytes)");
-ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
 ABSL_FLAG(int32_t, max_batched_tokens, 1024, "Token budget of one scheduler step");
 ABSL_FLAG(int32_t, max_seqs, 256, "Sequences in one scheduler step");
 ABSL_FLAG(bool, prefix_cache, true, "Reuse cached KV blocks of shared prompt prefixes");
@@ -202,7 +184,7 @@ tandem::Program TandemProgram() {
                               "layer-skip:L or model[:PATH] (default: off)"},
               {"num_speculative_tokens"}, {"precision"}, {"threads"}, {"device"},
               {"cuda_weights"}, {"cuda_sampling"}, {"cuda_graphs"}, {"gpu_memory_fraction"},
-              {"kv_cache_bytes"}, {"kv_blocks"}, {"block_size"}, {"max_batched_tokens"},
+              {"gpus"}, {"kv_cache_bytes"}, {"kv_blocks"}, {"block_size"}, {"max_batched_tokens"},
               {"max_seqs"}, {"prefix_cache"}}})},
       {"tokenize", "--model PATH [--decode] < LINES",
        "Tokenize one JSON string per stdin line into a JSON array of ids (--decode: back)",
@@ -464,14 +446,13 @@ int Run(const std::vector<std::string>& args) {
   o.model_path = RequiredModel("run");
   if (o.model_path.empty()) return 2;
   if (!PromptFromFlags("run", args, &o)) return 1;
-  const std::string precision = absl::GetFlag(FLAGS_precision);
-  if (precision == "reference") {
-    o.precision = tandem::model::Precision::kReference;
-  } else if (precision != "fast") {
-    std::fprintf(stderr, "tandem run: --precision '%s' must be fast or reference\n",
-                 precision.c_str());
+  absl::StatusOr<tandem::engine::EngineOptions> engine = tandem::engine::EngineOptionsFromFlags(
+      {.max_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens)});
+  if (!engine.ok()) {
+    std::fprintf(stderr, "tandem run: %s\n", std::string(engine.status().message()).c_str());
     return 1;
   }
+  o.engine = *std::move(engine);
   o.speculative = absl::GetFlag(FLAGS_speculative);
   absl::StatusOr<int32_t> n =
       tandem::coordinator::ParseNumSpeculativeTokens(absl::GetFlag(FLAGS_num_speculative_tokens));
@@ -480,20 +461,9 @@ int Run(const std::vector<std::string>& args) {
     return 1;
   }
   o.num_speculative_tokens = *n;
-  o.num_threads = absl::GetFlag(FLAGS_threads);
-  o.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
-  o.kv_blocks = absl::GetFlag(FLAGS_kv_blocks);
-  o.block_size = absl::GetFlag(FLAGS_block_size);
   o.max_num_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens);
   o.max_num_seqs = absl::GetFlag(FLAGS_max_seqs);
   o.enable_prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
-  o.device.device = absl::GetFlag(FLAGS_device);
-  o.device.cuda_weights = absl::GetFlag(FLAGS_cuda_weights);
-  o.device.cuda_sampling = absl::GetFlag(FLAGS_cuda_sampling);
-  o.device.cuda_graphs = absl::GetFlag(FLAGS_cuda_graphs);
-  o.device.gpu_memory_fraction = absl::GetFlag(FLAGS_gpu_memory_fraction);
-  // The scheduler never batches more: the device scratch is sized for it.
-  o.device.max_batched_tokens = o.max_num_batched_tokens;
   return tandem::client::RunCommand(o);
 }
 

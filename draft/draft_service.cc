@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "common/grpc_api_key.h"
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_api_key.h"
+#include "common/grpc/grpc_status.h"
 #include "protocol/draft_codec.h"
 
 namespace tandem::draft {

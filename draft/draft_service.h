@@ -17,7 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/api_key.h"
-#include "common/process_metrics.h"
+#include "common/metrics/process_metrics.h"
 #include "draft/api/proposer.h"
 #include "tandem/v1/draft.grpc.pb.h"
 

@@ -39,20 +39,19 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "common/flag_help.h"
-#include "common/grpc_server.h"
-#include "common/server_lifecycle.h"
-#include "common/status_macros.h"
-#include "draft/draft_service.h"
-#include "draft/api/proposer.h"
-#include "draft/proposer_factory.h"
-#include "draft/api/speculative_spec.h"
 #include "common/api_key.h"
-#include "common/tls_credentials.h"
-#include "common/process_metrics.h"
-#include "engine/device/device_options.h"
-#include "engine/kv/kv_manager.h"
+#include "common/flags/flag_help.h"
+#include "common/grpc/grpc_server.h"
+#include "common/grpc/server_lifecycle.h"
+#include "common/metrics/process_metrics.h"
+#include "common/status_macros.h"
+#include "common/tls/tls_credentials.h"
+#include "draft/api/proposer.h"
+#include "draft/api/speculative_spec.h"
+#include "draft/draft_service.h"
+#include "draft/proposer_factory.h"
 #include "engine/model/model.h"
+#include "engine/options/engine_flags.h"
 
 ABSL_FLAG(std::string, speculative, "model",
           "Draft kind: model (the GGUF at --model), layer-skip:L (the first L layers of the "
@@ -73,17 +72,6 @@ ABSL_FLAG(int32_t, port, 0, "Port to listen on (0: the OS picks one; the real po
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus /metrics (and /health) over HTTP on this port (0: the OS picks "
           "one, printed; -1: off)");
-ABSL_FLAG(int64_t, kv_cache_bytes, 256ll << 20, "Draft KV cache capacity in bytes");
-ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
-ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
-ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
-ABSL_FLAG(std::string, device, "cpu",
-          "cpu, or cuda: the CUDA backend (emulated on the CPU unless built with "
-          "-DTANDEM_CUDA_RUNTIME=gpu)");
-ABSL_FLAG(std::string, cuda_weights, "bf16",
-          "--device cuda: bf16 (weights dequantized to bf16) or native (kept quantized)");
-ABSL_FLAG(double, gpu_memory_fraction, 0.2,
-          "--device cuda: share of GPU memory for the draft's weights, scratch and KV cache");
 ABSL_FLAG(int32_t, max_batched_tokens, 2048,
           "--device cuda: most tokens of one draft forward (device scratch is sized for it)");
 ABSL_FLAG(int32_t, ngram_min, 1, "ngram: shortest suffix looked up, in tokens");
@@ -100,6 +88,15 @@ constexpr char kProcess[] = "tandem-draft";
 constexpr char kServiceName[] = "tandem.v1.Draft";
 // In-flight Propose / Release calls get this long after SIGTERM.
 constexpr absl::Duration kDrainGrace = absl::Seconds(5);
+
+// A draft's engine: a smaller KV cache and GPU share than a target's; its
+// proposals are sampled on the host.
+engine::EngineRole DraftRole() {
+  return {.default_kv_cache_bytes = 256ll << 20,
+          .default_gpu_memory_fraction = 0.2,
+          .max_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens),
+          .host_sampling_only = true};
+}
 
 // Everything the flags say, validated before anything is loaded.
 struct DraftConfig {
@@ -136,25 +133,6 @@ absl::StatusOr<std::string> DraftModelPath(const draft::SpeculativeSpec& spec) {
   return model_path;
 }
 
-// --threads and --precision; INVALID_ARGUMENT naming the flag.
-absl::StatusOr<model::ModelOptions> ModelOptionsFromFlags() {
-  model::ModelOptions options;
-  const int32_t threads = absl::GetFlag(FLAGS_threads);
-  if (threads < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--threads %d is negative: must be >= 0 (0 = every core)", threads));
-  }
-  options.num_threads = threads;
-  const std::string precision = absl::GetFlag(FLAGS_precision);
-  if (precision == "reference") {
-    options.precision = model::Precision::kReference;
-  } else if (precision != "fast") {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--precision '%s' must be fast or reference", precision));
-  }
-  return options;
-}
-
 // Reads and validates every flag; INVALID_ARGUMENT naming the first bad one.
 absl::StatusOr<DraftConfig> ReadConfig() {
   DraftConfig config;
@@ -172,26 +150,16 @@ absl::StatusOr<DraftConfig> ReadConfig() {
                                                          absl::GetFlag(FLAGS_tls_key)));
   ASSIGN_OR_RETURN(config.api_key, ApiKey::FromFlags(absl::GetFlag(FLAGS_api_key),
                                                      absl::GetFlag(FLAGS_api_key_file)));
-  const int32_t block_size = absl::GetFlag(FLAGS_block_size);
-  if (block_size < 1 || block_size > kv::kMaxBlockSize) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--block-size %d is out of range: must be in [1, %d]", block_size, kv::kMaxBlockSize));
-  }
-  ASSIGN_OR_RETURN(config.proposer.model_options, ModelOptionsFromFlags());
-  config.precision = absl::GetFlag(FLAGS_precision);
-  config.proposer.block_size = block_size;
-  config.proposer.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
+  ASSIGN_OR_RETURN(const engine::EngineOptions engine, engine::EngineOptionsFromFlags(DraftRole()));
+  config.precision = engine.precision;
+  config.proposer.model_options = engine.model;
+  config.proposer.block_size = engine.block_size;
+  config.proposer.kv_blocks = engine.kv_blocks;
+  config.proposer.kv_cache_bytes = engine.kv_cache_bytes;
+  config.proposer.device = engine.device;
   config.proposer.vocab_size = absl::GetFlag(FLAGS_vocab_size);
   config.proposer.ngram_min_n = absl::GetFlag(FLAGS_ngram_min);
   config.proposer.ngram_max_n = absl::GetFlag(FLAGS_ngram_max);
-  ASSIGN_OR_RETURN(config.proposer.device,
-                   device::ParseDeviceFlags({absl::GetFlag(FLAGS_device),
-                                             absl::GetFlag(FLAGS_cuda_weights),
-                                             absl::GetFlag(FLAGS_gpu_memory_fraction),
-                                             absl::GetFlag(FLAGS_max_batched_tokens),
-                                             /*gpus=*/"",
-                                             // Drafts sample their proposals on the host.
-                                             /*cuda_sampling=*/"host"}));
   return config;
 }
 
@@ -243,7 +211,8 @@ int main(int argc, char** argv) {
       kProcess,
       {{"", "[--speculative model|ngram|layer-skip:L] [--model PATH] [flags]",
         "A draft worker for speculative decoding: serves tandem.v1.Draft",
-        FlagsDefinedIn(__FILE__)}}};
+        FlagsDefinedIn({__FILE__, engine::EngineFlagsFile()})}}};
+  engine::SetEngineFlagDefaults(DraftRole());
   ParseCommandLineOrExit(program, argc, argv);
   absl::StatusOr<DraftConfig> config = ReadConfig();
   if (!config.ok()) return Fail(config.status());

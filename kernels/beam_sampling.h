@@ -1,5 +1,5 @@
 // Beam sampling's pieces that the host (engine/sampling/beam_candidates.cc)
-// and the CUDA kernels (kernels/cuda/beam_sample.cu) share, so both keep the
+// and the CUDA kernels (kernels/cuda/sampling/beam_sample.cu) share, so both keep the
 // same tokens and draw the same keys:
 //   BeamNucleusSize  transformers' TopPLogitsWarper and MinPLogitsWarper
 //                    with min_tokens_to_keep = 2, as beam search uses them

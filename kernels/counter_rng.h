@@ -5,7 +5,7 @@
 // is no generator state to save.
 //
 // The same functions run on the host (engine/sampling) and in CUDA kernels
-// (kernels/cuda/sample_draw.cu): under nvcc they are __host__ __device__,
+// (kernels/cuda/sampling/sample_draw.cu): under nvcc they are __host__ __device__,
 // integer arithmetic only, so a device draw equals the host's bit for bit.
 //
 // Thread-safety: pure functions, safe from any thread.

@@ -44,26 +44,26 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "common/flag_help.h"
-#include "common/grpc_server.h"
-#include "common/server_lifecycle.h"
+#include "common/api_key.h"
+#include "common/flags/flag_help.h"
+#include "common/grpc/grpc_server.h"
+#include "common/grpc/server_lifecycle.h"
+#include "common/metrics/process_metrics.h"
 #include "common/status_macros.h"
+#include "common/tls/tls_credentials.h"
+#include "draft/api/speculative_spec.h"
 #include "draft/draft_service.h"
 #include "draft/proposer_factory.h"
-#include "draft/api/speculative_spec.h"
-#include "engine/device/device_options.h"
 #include "engine/device/model_runner_factory.h"
+#include "engine/options/engine_flags.h"
 #include "engine/model/model.h"
+#include "engine/parallel/communicator.h"
+#include "engine/parallel/mpi_communicator.h"
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
 #include "grpcpp/grpcpp.h"
-#include "engine/parallel/communicator.h"
-#include "engine/parallel/mpi_communicator.h"
 #include "worker/tp/mpi_thread_queue.h"
 #include "worker/tp/step_broadcaster.h"
-#include "common/api_key.h"
-#include "common/tls_credentials.h"
-#include "common/process_metrics.h"
 #include "worker/worker_service.h"
 
 ABSL_FLAG(std::string, model, "", "Path of the GGUF model");
@@ -80,31 +80,8 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert (unencrypted)
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus /metrics (and /health) over HTTP on this port, rank 0 only (0: the "
           "OS picks one, printed; -1: off)");
-ABSL_FLAG(int64_t, kv_cache_bytes, 512ll << 20, "KV cache capacity in bytes");
-ABSL_FLAG(int32_t, kv_blocks, 0, "KV cache capacity in blocks (overrides --kv-cache-bytes)");
-ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
-ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
-ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
-ABSL_FLAG(std::string, device, "cpu",
-          "cpu, or cuda: the CUDA backend (emulated on the CPU unless built with "
-          "-DTANDEM_CUDA_RUNTIME=gpu); under mpirun every rank on its own GPU, NCCL "
-          "between them");
-ABSL_FLAG(std::string, cuda_weights, "bf16",
-          "--device cuda: bf16 (weights dequantized to bf16) or native (kept quantized)");
-ABSL_FLAG(std::string, cuda_sampling, "device",
-          "--device cuda: device (sample on the GPU, only tokens come back) or host (copy the "
-          "logits to the host and sample there)");
-ABSL_FLAG(bool, cuda_graphs, true,
-          "--device cuda: run decode steps as CUDA graphs captured per batch shape "
-          "(--nocuda-graphs: launch every kernel each step)");
-ABSL_FLAG(double, gpu_memory_fraction, 0.9,
-          "--device cuda: share of GPU memory for weights, scratch and KV cache (sizes the "
-          "cache unless --kv-blocks is set)");
 ABSL_FLAG(int32_t, max_batched_tokens, 2048,
           "--device cuda: most tokens of one step (device scratch is sized for it)");
-ABSL_FLAG(std::string, gpus, "",
-          "--device cuda: device ordinals of this node's ranks, by local rank (e.g. 0,1,2,3); "
-          "empty: local rank r uses device r");
 ABSL_FLAG(std::string, speculative, "",
           "Also serve tandem.v1.Draft on this port with a draft of this kind: ngram, "
           "layer-skip:L (this model's first L layers) or model[:PATH] (default: this model); "
@@ -175,26 +152,19 @@ struct WorkerConfig {
   ApiKey api_key;  // required on TargetWorker and Draft calls when set
   TlsCredentials tls;  // the gRPC port's identity (--tls-cert / --tls-key); default plaintext
   int32_t metrics_port = -1;
-  int32_t block_size = 16;
-  int32_t kv_blocks = 0;
-  int64_t kv_cache_bytes = 0;
-  std::string precision;             // "fast" or "reference", as given (for the log)
-  model::ModelOptions model_options;  // threads and precision; no TP fields yet
+  // Threads, precision, KV sizing and the device (engine/options); the
+  // model options have no TP fields yet.
+  engine::EngineOptions engine;
   std::string speculative;           // "" = no draft beside the target
   int64_t draft_kv_cache_bytes = 0;
-  device::DeviceChoice device;
 };
 
-// --host, --port and --block-size; INVALID_ARGUMENT naming the flag.
+// --host and --port; INVALID_ARGUMENT naming the flag.
 absl::Status ValidateServingFlags(const WorkerConfig& config) {
   if (config.host.empty()) return absl::InvalidArgumentError("--host is empty");
   if (config.port < 0 || config.port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrFormat("--port %d is out of range: must be in [0, 65535]", config.port));
-  }
-  if (config.block_size < 1 || config.block_size > 1024) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--block-size %d is out of range: must be in [1, 1024]", config.block_size));
   }
   return absl::OkStatus();
 }
@@ -207,38 +177,15 @@ absl::StatusOr<WorkerConfig> ReadConfig() {
   config.host = absl::GetFlag(FLAGS_host);
   config.port = absl::GetFlag(FLAGS_port);
   config.metrics_port = absl::GetFlag(FLAGS_metrics_port);
-  config.block_size = absl::GetFlag(FLAGS_block_size);
   RETURN_IF_ERROR(ValidateServingFlags(config));
   ASSIGN_OR_RETURN(config.tls, TlsCredentials::FromFiles(absl::GetFlag(FLAGS_tls_cert),
                                                          absl::GetFlag(FLAGS_tls_key)));
   ASSIGN_OR_RETURN(config.api_key, ApiKey::FromFlags(absl::GetFlag(FLAGS_api_key),
                                                      absl::GetFlag(FLAGS_api_key_file)));
-  const int32_t threads = absl::GetFlag(FLAGS_threads);
-  if (threads < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--threads %d is negative: must be >= 0 (0 = every core)", threads));
-  }
-  config.model_options.num_threads = threads;
-  config.precision = absl::GetFlag(FLAGS_precision);
-  if (config.precision == "reference") {
-    config.model_options.precision = model::Precision::kReference;
-  } else if (config.precision != "fast") {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--precision '%s' must be fast or reference", config.precision));
-  }
-  config.kv_blocks = absl::GetFlag(FLAGS_kv_blocks);
-  config.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
+  ASSIGN_OR_RETURN(config.engine, engine::EngineOptionsFromFlags(
+                                      {.max_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens)}));
   config.speculative = absl::GetFlag(FLAGS_speculative);
   config.draft_kv_cache_bytes = absl::GetFlag(FLAGS_draft_kv_cache_bytes);
-  ASSIGN_OR_RETURN(config.device,
-                   device::ParseDeviceFlags({absl::GetFlag(FLAGS_device),
-                                             absl::GetFlag(FLAGS_cuda_weights),
-                                             absl::GetFlag(FLAGS_gpu_memory_fraction),
-                                             absl::GetFlag(FLAGS_max_batched_tokens),
-                                             absl::GetFlag(FLAGS_gpus),
-                                             absl::GetFlag(FLAGS_cuda_sampling),
-                                             absl::GetFlag(FLAGS_cuda_graphs)}));
-  config.model_options.cpu_weights = device::CpuWeightsFor(config.device.device);
   return config;
 }
 
@@ -253,7 +200,7 @@ struct Target {
 
 // Loads this rank's shard of the model (all of it in a group of one).
 absl::StatusOr<Target> LoadTarget(const WorkerConfig& config, parallel::Communicator* comm) {
-  model::ModelOptions model_options = config.model_options;
+  model::ModelOptions model_options = config.engine.model;
   if (comm->world_size() > 1) {
     model_options.tp_rank = comm->rank();
     model_options.tp_world_size = comm->world_size();
@@ -264,13 +211,10 @@ absl::StatusOr<Target> LoadTarget(const WorkerConfig& config, parallel::Communic
   ASSIGN_OR_RETURN(tokenizer::Vocab vocab, tokenizer::LoadVocabFromGguf(target.model->file()));
   ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
                    tokenizer::Tokenizer::Create(vocab));
-  target.exec_config.block_size = config.block_size;
+  target.exec_config.block_size = config.engine.block_size;
   target.exec_config.eos_token_ids = tokenizer->EndOfGenerationIds();
   ASSIGN_OR_RETURN(device::LoadedRunner loaded,
-                   device::MakeModelRunner(target.model.get(),
-                                           device::RunnerOptionsFor(config.device, config.block_size,
-                                                                    config.kv_blocks,
-                                                                    config.kv_cache_bytes)));
+                   device::MakeModelRunner(target.model.get(), config.engine.Runner()));
   target.runner = std::move(loaded.runner);
   target.exec_config.num_blocks = loaded.num_blocks;
   return target;
@@ -283,9 +227,9 @@ absl::StatusOr<std::unique_ptr<draft::DraftService>> MakeDraftService(
   draft::ProposerOptions options;
   ASSIGN_OR_RETURN(options.spec, draft::ParseSpeculativeSpec(config.speculative));
   options.target_model_path = config.model_path;
-  options.model_options.num_threads = config.model_options.num_threads;
-  options.model_options.precision = config.model_options.precision;
-  options.block_size = config.block_size;
+  options.model_options.num_threads = config.engine.model.num_threads;
+  options.model_options.precision = config.engine.model.precision;
+  options.block_size = config.engine.block_size;
   options.kv_cache_bytes = config.draft_kv_cache_bytes;
   options.eos_token_ids = exec_config.eos_token_ids;
   ASSIGN_OR_RETURN(std::unique_ptr<draft::Proposer> proposer, draft::MakeProposer(options));
@@ -344,8 +288,8 @@ int ServeRankZero(const WorkerConfig& config, const Target& target, parallel::Co
   if (!started.ok()) return Fail(started.status());
   std::fprintf(stderr, "%s: model %s on %s, %d KV blocks of %d tokens, precision %s, "
                "tensor-parallel size %d\n", kProcess, target.model->config().name.c_str(),
-               target.runner->device_name(), target.exec_config.num_blocks, config.block_size,
-               config.precision.c_str(), comm->world_size());
+               target.runner->device_name(), target.exec_config.num_blocks, config.engine.block_size,
+               config.engine.precision.c_str(), comm->world_size());
   AnnounceListening(kProcess, started->address);
   const auto stop_admitting = [&] {
     (*service)->SetServing(false);
@@ -369,7 +313,7 @@ int main(int argc, char** argv) {
       {{"", "--model PATH [flags]",
         "One rank of a target worker group: serves tandem.v1.TargetWorker (alone, or every "
         "rank under mpirun -np N)",
-        FlagsDefinedIn(__FILE__)}}};
+        FlagsDefinedIn({__FILE__, engine::EngineFlagsFile()})}}};
   ParseCommandLineOrExit(program, argc, argv);
   absl::StatusOr<WorkerConfig> config = ReadConfig();
   if (!config.ok()) return Fail(config.status());

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "common/grpc_api_key.h"
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_api_key.h"
+#include "common/grpc/grpc_status.h"
 #include "common/status_macros.h"
 #include "worker/tp/step_broadcaster.h"
 

@@ -25,13 +25,13 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/model/model_runner.h"
-#include "tandem/v1/worker.grpc.pb.h"
 #include "common/api_key.h"
-#include "common/process_metrics.h"
-#include "protocol/step_decoder.h"
-#include "worker/step_executor.h"
+#include "common/metrics/process_metrics.h"
+#include "engine/model/model_runner.h"
 #include "engine/parallel/communicator.h"
+#include "protocol/step_decoder.h"
+#include "tandem/v1/worker.grpc.pb.h"
+#include "worker/step_executor.h"
 #include "worker/tp/mpi_thread_queue.h"
 
 namespace tandem::worker {

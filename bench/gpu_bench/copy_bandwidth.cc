@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "common/status_macros.h"
-#include "kernels/cuda/cuda_error.cuh"
-#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/runtime/cuda_error.cuh"
+#include "kernels/cuda/runtime/device_buffer.h"
 
 namespace tandem::bench {
 

@@ -24,7 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/gpu_bench/bench_group.h"
 #include "bench/gpu_bench/copy_bandwidth.h"
-#include "common/flag_help.h"
+#include "common/flags/flag_help.h"
 #include "engine/device/device_options.h"
 #include "nlohmann/json.hpp"
 

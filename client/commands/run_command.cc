@@ -86,34 +86,24 @@ struct LocalEngine {
   std::unique_ptr<coordinator::LocalWorkerGroup> group;
 };
 
-// Loads the model and its tokenizer and sizes the KV cache from the options;
-// INVALID_ARGUMENT naming --block-size when it is out of range.
+// Loads the model and its tokenizer and sizes the KV cache from the options
+// (validated by engine::EngineOptionsFromFlags).
 absl::StatusOr<LocalEngine> LoadEngine(const RunOptions& o) {
   LocalEngine engine;
-  model::ModelOptions model_options;
-  model_options.precision = o.precision;
-  model_options.num_threads = o.num_threads;
-  ASSIGN_OR_RETURN(device::DeviceChoice device, device::ParseDeviceFlags(o.device));
-  model_options.cpu_weights = device::CpuWeightsFor(device.device);
-  ASSIGN_OR_RETURN(engine.model, model::Model::Load(o.model_path, model_options));
+  const device::DeviceChoice& device = o.engine.device;
+  ASSIGN_OR_RETURN(engine.model, model::Model::Load(o.model_path, o.engine.model));
   ASSIGN_OR_RETURN(engine.vocab, tokenizer::LoadVocabFromGguf(engine.model->file()));
   ASSIGN_OR_RETURN(engine.tok, tokenizer::Tokenizer::Create(engine.vocab));
-  if (o.block_size < 1 || o.block_size > 1024) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--block-size %d is out of range: must be in [1, 1024]", o.block_size));
-  }
   worker::StepExecutorConfig exec_config;
-  exec_config.block_size = o.block_size;
+  exec_config.block_size = o.engine.block_size;
   exec_config.eos_token_ids = engine.tok->EndOfGenerationIds();
   ASSIGN_OR_RETURN(device::LoadedRunner loaded,
-                   device::MakeModelRunner(engine.model.get(),
-                                           device::RunnerOptionsFor(device, o.block_size,
-                                                                    o.kv_blocks, o.kv_cache_bytes)));
+                   device::MakeModelRunner(engine.model.get(), o.engine.Runner()));
   exec_config.num_blocks = loaded.num_blocks;
   if (device.device != device::Device::kCpu) {
     std::fprintf(stderr, "tandem run: model on %s (--cuda-weights %s), %d KV blocks of %d tokens\n",
                  loaded.runner->device_name(), device::CudaWeightsName(device.cuda.weights),
-                 loaded.num_blocks, o.block_size);
+                 loaded.num_blocks, o.engine.block_size);
   }
   ASSIGN_OR_RETURN(engine.group,
                    coordinator::LocalWorkerGroup::Create(std::move(loaded.runner), exec_config));
@@ -140,16 +130,16 @@ absl::StatusOr<std::unique_ptr<coordinator::DraftPoolSet>> MakeDraftPool(
     draft::ProposerOptions po;
     ASSIGN_OR_RETURN(po.spec, draft::ParseSpeculativeSpec(o.speculative));
     po.target_model_path = o.model_path;
-    po.model_options.precision = o.precision;
-    po.model_options.num_threads = o.num_threads;
-    po.block_size = o.block_size;
+    po.model_options.precision = o.engine.model.precision;
+    po.model_options.num_threads = o.engine.model.num_threads;
+    po.block_size = o.engine.block_size;
     po.eos_token_ids = tok.EndOfGenerationIds();
     ASSIGN_OR_RETURN(std::unique_ptr<draft::Proposer> proposer, draft::MakeProposer(po));
     deployment_draft = std::make_unique<coordinator::LocalDraftPool>(std::move(proposer));
   }
   return std::make_unique<coordinator::DraftPoolSet>(
       std::move(deployment_draft),
-      coordinator::NgramDraftPoolMaker(o.block_size, tok.vocab_size(), tok.EndOfGenerationIds()));
+      coordinator::NgramDraftPoolMaker(o.engine.block_size, tok.vocab_size(), tok.EndOfGenerationIds()));
 }
 
 // Every request to run: one per line of `lines` (--requests), else the one

@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "coordinator/api/beam_search_params.h"
-#include "engine/device/device_options.h"
-#include "engine/model/model.h"
+#include "engine/options/engine_options.h"
 #include "engine/sampling/sampling_params.h"
 
 namespace tandem::client {
@@ -26,13 +25,8 @@ struct RunOptions {
   // runs when num_beams > 1 or num_beam_groups > 1.
   coordinator::BeamSearchParams beam;
   bool json = false;
-  model::Precision precision = model::Precision::kFast;
-  int32_t num_threads = 0;
-  // --device and the CUDA settings (device_options.h); parsed by RunCommand.
-  device::DeviceFlags device;
-  int64_t kv_cache_bytes = 512ll << 20;
-  int32_t kv_blocks = 0;  // overrides kv_cache_bytes when > 0
-  int32_t block_size = 16;
+  // Threads, precision, KV sizing and the device (engine/options/engine_flags.h).
+  engine::EngineOptions engine;
   int32_t max_num_batched_tokens = 1024;
   int32_t max_num_seqs = 256;
   bool enable_prefix_cache = true;

@@ -6,8 +6,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
-#include "common/grpc_api_key.h"
-#include "common/internal_channel.h"
+#include "common/grpc/grpc_api_key.h"
+#include "common/grpc/internal_channel.h"
 #include "common/logging.h"
 
 namespace tandem::coordinator {

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/grpc_api_key.h"
-#include "common/internal_channel.h"
+#include "common/grpc/grpc_api_key.h"
+#include "common/grpc/internal_channel.h"
 #include "common/status_macros.h"
 #include "protocol/step_result_codec.h"
 

@@ -30,7 +30,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "common/http_session.h"
+#include "common/http/http_session.h"
 #include "coordinator/api/request.h"
 #include "coordinator/http/openai_response.h"
 #include "coordinator/service/request_admission.h"

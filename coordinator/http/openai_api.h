@@ -23,7 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/api_key.h"
-#include "common/http_session.h"
+#include "common/http/http_session.h"
 #include "coordinator/http/openai_request.h"
 #include "coordinator/service/request_admission.h"
 

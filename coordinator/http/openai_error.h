@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "common/http_session.h"
+#include "common/http/http_session.h"
 #include "nlohmann/json.hpp"
 
 namespace tandem::coordinator::http {

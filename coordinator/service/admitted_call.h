@@ -18,12 +18,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_status.h"
 #include "coordinator/api/request.h"
 #include "coordinator/service/admitted_request.h"
-#include "protocol/generate_response_codec.h"
 #include "coordinator/service/request_admission.h"
 #include "grpcpp/grpcpp.h"
+#include "protocol/generate_response_codec.h"
 
 namespace tandem::coordinator {
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_status.h"
 
 namespace tandem::coordinator {
 

@@ -5,15 +5,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/grpc_api_key.h"
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_api_key.h"
+#include "common/grpc/grpc_status.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "coordinator/service/generate_stream_reactor.h"
 #include "coordinator/service/generate_unary_reactor.h"
-#include "protocol/generate_response_codec.h"
-#include "protocol/generate_request_codec.h"
 #include "engine/sampling/sampling_params.h"
+#include "protocol/generate_request_codec.h"
+#include "protocol/generate_response_codec.h"
 
 namespace tandem::coordinator {
 namespace {

@@ -6,14 +6,14 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "kernels/cuda/cuda_error.cuh"
-#include "kernels/cuda/embedding.cuh"
-#include "kernels/cuda/gemv.cuh"
-#include "kernels/cuda/kv_cache.cuh"
-#include "kernels/cuda/paged_attention_decode.cuh"
-#include "kernels/cuda/rms_norm.cuh"
-#include "kernels/cuda/rope.cuh"
-#include "kernels/cuda/silu_mul.cuh"
+#include "kernels/cuda/attention/kv_cache.cuh"
+#include "kernels/cuda/attention/paged_attention_decode.cuh"
+#include "kernels/cuda/gemm/gemv.cuh"
+#include "kernels/cuda/layers/embedding.cuh"
+#include "kernels/cuda/layers/rms_norm.cuh"
+#include "kernels/cuda/layers/rope.cuh"
+#include "kernels/cuda/layers/silu_mul.cuh"
+#include "kernels/cuda/runtime/cuda_error.cuh"
 
 namespace tandem::device {
 

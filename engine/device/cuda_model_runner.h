@@ -56,9 +56,9 @@
 #include "engine/device/device_sampler.h"
 #include "engine/device/device_weights.h"
 #include "engine/model/model_runner.h"
-#include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/gemm.h"
-#include "kernels/cuda/paged_kv_cache.cuh"
+#include "kernels/cuda/attention/paged_kv_cache.cuh"
+#include "kernels/cuda/gemm/gemm.h"
+#include "kernels/cuda/runtime/device_buffer.h"
 
 namespace tandem::device {
 

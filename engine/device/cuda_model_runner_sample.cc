@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "engine/device/cuda_model_runner.h"
-#include "kernels/cuda/cuda_error.cuh"
+#include "kernels/cuda/runtime/cuda_error.cuh"
 
 namespace tandem::device {
 

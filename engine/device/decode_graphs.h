@@ -36,7 +36,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "kernels/cuda/cuda_compat.cuh"
+#include "kernels/cuda/runtime/cuda_compat.cuh"
 
 namespace tandem::device {
 

@@ -14,8 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "engine/model/model.h"
-#include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/paged_attention_prefill.cuh"
+#include "kernels/cuda/attention/paged_attention_prefill.cuh"
+#include "kernels/cuda/runtime/device_buffer.h"
 
 namespace tandem::device {
 

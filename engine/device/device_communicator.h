@@ -30,7 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/parallel/communicator.h"
-#include "kernels/cuda/cuda_compat.cuh"
+#include "kernels/cuda/runtime/cuda_compat.cuh"
 
 namespace tandem::device {
 

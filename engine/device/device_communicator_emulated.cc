@@ -5,8 +5,8 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "engine/device/device_communicator.h"
-#include "kernels/cuda/cuda_error.cuh"
 #include "kernels/cuda/emulation/graph.h"
+#include "kernels/cuda/runtime/cuda_error.cuh"
 
 namespace tandem::device {
 

@@ -11,11 +11,11 @@
 #include "engine/sampling/logits_processor.h"
 #include "engine/sampling/speculative_verifier.h"
 #include "kernels/beam_sampling.h"
-#include "kernels/cuda/logits.cuh"
-#include "kernels/cuda/sample_draw.cuh"
-#include "kernels/cuda/top_k.cuh"
-#include "kernels/cuda/verify_draft.cuh"
-#include "kernels/cuda/vocab_draw.cuh"
+#include "kernels/cuda/sampling/logits.cuh"
+#include "kernels/cuda/sampling/sample_draw.cuh"
+#include "kernels/cuda/sampling/top_k.cuh"
+#include "kernels/cuda/sampling/verify_draft.cuh"
+#include "kernels/cuda/sampling/vocab_draw.cuh"
 
 namespace tandem::device {
 namespace {

@@ -78,10 +78,10 @@
 
 #include "absl/status/statusor.h"
 #include "engine/sampling/sampler.h"
-#include "kernels/cuda/beam_sample.cuh"
-#include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/verify_draft.cuh"
-#include "kernels/cuda/vocab_draw.cuh"
+#include "kernels/cuda/runtime/device_buffer.h"
+#include "kernels/cuda/sampling/beam_sample.cuh"
+#include "kernels/cuda/sampling/verify_draft.cuh"
+#include "kernels/cuda/sampling/vocab_draw.cuh"
 
 namespace tandem::device {
 

@@ -1,12 +1,12 @@
 // DeviceSampler's beam-search stages (see device_sampler.h): the plain
 // beams' candidates from the draw's kept lists, and beam sampling's
-// (kernels/cuda/beam_sample.cuh).
+// (kernels/cuda/sampling/beam_sample.cuh).
 #include <algorithm>
 
 #include "common/status_macros.h"
 #include "engine/device/device_sampler.h"
-#include "kernels/cuda/beam_sample.cuh"
-#include "kernels/cuda/top_k.cuh"
+#include "kernels/cuda/sampling/beam_sample.cuh"
+#include "kernels/cuda/sampling/top_k.cuh"
 
 namespace tandem::device {
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "engine/gguf/dequantize.h"
-#include "kernels/cuda/cuda_error.cuh"
+#include "kernels/cuda/runtime/cuda_error.cuh"
 #include "kernels/quant_formats.h"
 
 namespace tandem::device {

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "engine/device/device_options.h"
 #include "engine/model/model_weights.h"
-#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/runtime/device_buffer.h"
 #include "kernels/kernels.h"
 
 namespace tandem::device {

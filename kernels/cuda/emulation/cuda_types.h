@@ -3,7 +3,7 @@
 // the real runtime headers so that one .cu source compiles both ways; only
 // what tandem's kernels and backend use is declared.
 //
-// Included through kernels/cuda/cuda_compat.cuh with TANDEM_CUDA_EMULATION.
+// Included through kernels/cuda/runtime/cuda_compat.cuh with TANDEM_CUDA_EMULATION.
 #ifndef TANDEM_KERNELS_CUDA_EMULATION_CUDA_TYPES_H_
 #define TANDEM_KERNELS_CUDA_EMULATION_CUDA_TYPES_H_
 

@@ -31,7 +31,7 @@
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
-#include "common/http_server.h"
+#include "common/http/http_server.h"
 #include "coordinator/cluster/draft_pool_set.h"
 #include "coordinator/cluster/local_draft_pool.h"
 #include "coordinator/cluster/local_worker_group.h"

@@ -13,7 +13,7 @@
 #include "common/logging.h"
 #include "engine/model/cpu_model_runner.h"
 #include "gtest/gtest.h"
-#include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/gemm/gemv.cuh"
 #include "tests/unit/engine/device/runner_test_util.h"
 #include "tests/unit/engine/model/model_test_util.h"
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/top_k.cuh"
+#include "kernels/cuda/runtime/device_buffer.h"
+#include "kernels/cuda/sampling/top_k.cuh"
 
 namespace tandem::device {
 namespace {

@@ -32,7 +32,7 @@
 #include "engine/device/device_sampler.h"
 #include "engine/sampling/speculative_verifier.h"
 #include "gtest/gtest.h"
-#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/runtime/device_buffer.h"
 #include "tests/unit/engine/sampling/distribution_test_util.h"
 
 namespace tandem::device {

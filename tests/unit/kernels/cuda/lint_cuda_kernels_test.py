@@ -15,7 +15,7 @@ sys.path.insert(0, str(SCRIPT.parent))
 import lint_cuda_kernels  # noqa: E402
 
 BAD_SAMPLE = """\
-#include "kernels/cuda/cuda_compat.cuh"
+#include "kernels/cuda/runtime/cuda_compat.cuh"
 __global__ void K(float* out) {
   extern __shared__ float smem[];
   asm volatile("membar.gl;");
@@ -24,7 +24,7 @@ void Launch(float* out) { K<<<1, 32>>>(out); }
 """
 
 GOOD_SAMPLE = """\
-#include "kernels/cuda/cuda_compat.cuh"
+#include "kernels/cuda/runtime/cuda_compat.cuh"
 // A comment may say <<< or asm( or extern __shared__ freely.
 __global__ void K(float* out) {
   TANDEM_DYNAMIC_SHARED(float, smem);

@@ -1,6 +1,6 @@
 #include "tests/unit/kernels/cuda/emulation/broken_kernels.h"
 
-#include "kernels/cuda/cuda_compat.cuh"
+#include "kernels/cuda/runtime/cuda_compat.cuh"
 #include "tests/unit/kernels/cuda/emulation/emulation_test_util.h"
 
 namespace tandem::cuda_emu::testing {

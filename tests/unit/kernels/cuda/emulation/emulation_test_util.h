@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/cuda_compat.cuh"
 #include "kernels/cuda/emulation/execution_order.h"
+#include "kernels/cuda/runtime/cuda_compat.cuh"
 
 namespace tandem::cuda_emu::testing {
 

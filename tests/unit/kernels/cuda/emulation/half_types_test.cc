@@ -10,7 +10,7 @@
 #include <limits>
 #include <random>
 
-#include "kernels/cuda/cuda_compat.cuh"
+#include "kernels/cuda/runtime/cuda_compat.cuh"
 
 namespace {
 
