@@ -22,6 +22,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "client/command_failure.h"
 #include "client/commands/bench_command.h"
 #include "client/commands/chat_command.h"
 #include "client/commands/generate_command.h"
@@ -448,10 +449,7 @@ int Run(const std::vector<std::string>& args) {
   if (!PromptFromFlags("run", args, &o)) return 1;
   absl::StatusOr<tandem::engine::EngineOptions> engine = tandem::engine::EngineOptionsFromFlags(
       {.max_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens)});
-  if (!engine.ok()) {
-    std::fprintf(stderr, "tandem run: %s\n", std::string(engine.status().message()).c_str());
-    return 1;
-  }
+  if (!engine.ok()) return tandem::client::CommandFailed("run", engine.status());
   o.engine = *std::move(engine);
   o.speculative = absl::GetFlag(FLAGS_speculative);
   absl::StatusOr<int32_t> n =

@@ -132,8 +132,8 @@ class Supervisor {
  private:
   struct Server {
     ServerSpec spec;
-    std::unique_ptr<ChildProcess> process;  // null while down
-    absl::Time serving_since;               // when it last came up
+    std::unique_ptr<ChildProcess> process{};  // null while down
+    absl::Time serving_since{};               // when it last came up
     absl::Time restart_at = absl::InfiniteFuture();  // while down
     RestartBackoff backoff;
   };

@@ -7,7 +7,7 @@
 //   tandem-coordinator --model M.gguf --local              (model in-process)
 // A TARGET is HOST:PORT or dns:///NAME:PORT (every address NAME resolves to,
 // re-resolved every --resolve-interval-ms: replicas and drafts come and go
-// without a restart; see coordinator/target_resolver.h).
+// without a restart; see coordinator/cluster/target_resolver.h).
 // --tls-cert FILE --tls-key FILE: both public ports (gRPC and HTTP, /health,
 // /ready and /metrics included) speak TLS only; the worker and draft
 // connections stay plaintext.

@@ -3,10 +3,13 @@
 // roll back), grpc.health.v1 and server reflection, drafting with one kind:
 //   tandem-draft [--speculative model|ngram|layer-skip:L] [--model PATH]
 //                [--host 127.0.0.1] [--port 0] [--kv-cache-bytes N]
-//                [--block-size 16] [--threads 0] [--precision fast|reference]
+//                [--kv-blocks N] [--block-size 16] [--threads 0]
+//                [--precision fast|reference]
 //                [--ngram-min 1] [--ngram-max 4] [--vocab-size N]
-//                [--device cpu|cuda] [--cuda-weights bf16|native]
-//                [--gpu-memory-fraction F] [--max-batched-tokens 2048]
+//                [--device cpu|cuda] [--cuda-weights bf16|native] [--gpus N]
+//                [--cuda-graphs] [--gpu-memory-fraction F] [--max-batched-tokens 2048]
+//   (the engine flags: engine/options/engine_flags.h; proposals are sampled
+//   on the host whatever --cuda-sampling says)
 //   model         (default) a draft GGUF at --model (or model:PATH) with its
 //                 own paged KV cache (--kv-cache-bytes, --block-size)
 //   layer-skip:L  the first L layers of the TARGET's GGUF at --model, then its
@@ -50,7 +53,6 @@
 #include "draft/api/speculative_spec.h"
 #include "draft/draft_service.h"
 #include "draft/proposer_factory.h"
-#include "engine/model/model.h"
 #include "engine/options/engine_flags.h"
 
 ABSL_FLAG(std::string, speculative, "model",

@@ -38,7 +38,11 @@ sanitizers=("$@")
 if [ ${#sanitizers[@]} -eq 0 ]; then sanitizers=(thread address); fi
 
 launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # The tests' precompiled header (tests/pch): ccache caches such compiles only so.
+  export CCACHE_SLOPPINESS=pch_defines,time_macros
+fi
 
 for sanitizer in "${sanitizers[@]}"; do
   case "$sanitizer" in

@@ -1,11 +1,13 @@
 // The command line of every tandem binary: `--help` lists the flags a command
 // takes, one line each with its default ("--kv-cache-bytes=536870912  KV
-// cache capacity in bytes"), and a flag the command does not take is refused
+// cache capacity in bytes": the flag's value before parsing, which is the
+// binary's own default where it set one, engine/options/engine_flags.h), and a flag the command does not take is refused
 // by name ("unknown flag --foo; see tandem run --help", exit code 2) before
 // Abseil parses any value. Abseil's own --help shows only flags defined in a
 // file named after the binary and spends several lines on each; tandem's
-// flags live in main.cc (DESIGN.md), so help and the flag check are done
-// here, from Abseil's flag registry (names, help texts, defaults).
+// flags live in each binary's main.cc and in the engine-flags library
+// (engine/options), so help and the flag check are done here, from Abseil's
+// flag registry (names, help texts, defaults).
 //
 // Not thread-safe: run once from main() before other threads start.
 #ifndef TANDEM_COMMON_FLAGS_FLAG_HELP_H_
@@ -81,7 +83,9 @@ CommandLineCheck CheckCommandLine(const Program& program, const std::vector<std:
 
 // The help of `command` of `program`: its usage line, its summary and its
 // flags, one line each: "  --name=DEFAULT  help" (an empty default shows as
-// "").
+// ""). DEFAULT is the flag's current value, so call it before the command
+// line is parsed (as CheckCommandLine and ParseCommandLineOrExit do): after,
+// it would show the values given, secrets such as --api-key included.
 std::string CommandHelp(const Program& program, const Command& command);
 
 // The help of a binary with subcommands: its usage line and one line per

@@ -1,16 +1,12 @@
 #include "coordinator/app/config.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "draft/proposer_factory.h"
-#include "engine/kv/kv_storage.h"
-#include "engine/model/kv_budget.h"
 
 // The coordinator's flags (tandem-coordinator --help lists them).
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on (gRPC and HTTP)");
@@ -288,8 +284,6 @@ absl::Status ReadTlsFlags(CoordinatorConfig& config) {
                                                          absl::GetFlag(FLAGS_tls_key)));
   return absl::OkStatus();
 }
-
-// Reads and validates every flag; INVALID_ARGUMENT naming the first bad one.
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 // Errors of the OpenAI-compatible API in OpenAI's shape,
 // {"error": {"message", "type", "param", "code"}}, and the HTTP status of
-// each absl::Status code (the HTTP edge's counterpart of common/grpc_status).
+// each absl::Status code (the HTTP edge's counterpart of common/grpc/grpc_status).
 #ifndef TANDEM_COORDINATOR_HTTP_OPENAI_ERROR_H_
 #define TANDEM_COORDINATOR_HTTP_OPENAI_ERROR_H_
 

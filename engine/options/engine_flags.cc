@@ -8,12 +8,13 @@
 ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
 ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
 ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
-ABSL_FLAG(int64_t, kv_cache_bytes, 512ll << 20, "KV cache capacity in bytes");
+ABSL_FLAG(int64_t, kv_cache_bytes, 512ll << 20,
+          "KV cache capacity in bytes (tandem-draft: of the draft model)");
 ABSL_FLAG(int32_t, kv_blocks, 0, "KV cache capacity in blocks (overrides --kv-cache-bytes)");
 ABSL_FLAG(std::string, device, "cpu",
           "cpu, or cuda: the CUDA backend (emulated on the CPU unless built with "
-          "-DTANDEM_CUDA_RUNTIME=gpu); under mpirun every rank on its own GPU, NCCL "
-          "between them");
+          "-DTANDEM_CUDA_RUNTIME=gpu); a tandem-worker group under mpirun puts every rank "
+          "on its own GPU, NCCL between them");
 ABSL_FLAG(std::string, cuda_weights, "bf16",
           "--device cuda: bf16 (weights dequantized to bf16) or native (kept quantized)");
 ABSL_FLAG(std::string, cuda_sampling, "device",
