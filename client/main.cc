@@ -447,6 +447,8 @@ int Run(const std::vector<std::string>& args) {
   o.model_path = RequiredModel("run");
   if (o.model_path.empty()) return 2;
   if (!PromptFromFlags("run", args, &o)) return 1;
+  // The scheduler never batches more than --max-batched-tokens: the device
+  // scratch is sized for it.
   absl::StatusOr<tandem::engine::EngineOptions> engine = tandem::engine::EngineOptionsFromFlags(
       {.max_batched_tokens = absl::GetFlag(FLAGS_max_batched_tokens)});
   if (!engine.ok()) return tandem::client::CommandFailed("run", engine.status());

@@ -8,7 +8,7 @@
 ABSL_FLAG(int32_t, threads, 0, "Threads for one forward (0 = every core)");
 ABSL_FLAG(std::string, precision, "fast", "fast (quantized kernels, f16 KV) or reference (f32)");
 ABSL_FLAG(int32_t, block_size, 16, "Tokens per KV block");
-ABSL_FLAG(int64_t, kv_cache_bytes, 512ll << 20,
+ABSL_FLAG(int64_t, kv_cache_bytes, tandem::engine::kDefaultKvCacheBytes,
           "KV cache capacity in bytes (tandem-draft: of the draft model)");
 ABSL_FLAG(int32_t, kv_blocks, 0, "KV cache capacity in blocks (overrides --kv-cache-bytes)");
 ABSL_FLAG(std::string, device, "cpu",
@@ -23,7 +23,7 @@ ABSL_FLAG(std::string, cuda_sampling, "device",
 ABSL_FLAG(bool, cuda_graphs, true,
           "--device cuda: run decode steps as CUDA graphs captured per batch shape "
           "(--nocuda-graphs: launch every kernel each step)");
-ABSL_FLAG(double, gpu_memory_fraction, 0.9,
+ABSL_FLAG(double, gpu_memory_fraction, tandem::device::CudaOptions().gpu_memory_fraction,
           "--device cuda: share of GPU memory for weights, scratch and KV cache (sizes the "
           "cache unless --kv-blocks is set)");
 ABSL_FLAG(std::string, gpus, "",

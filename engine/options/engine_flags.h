@@ -43,8 +43,9 @@ const char* EngineFlagsFile();
 // (SetEngineFlagDefaults), and the binary's own --max-batched-tokens (the
 // device scratch is sized for it).
 struct EngineRole {
-  int64_t default_kv_cache_bytes = 512ll << 20;  // --kv-cache-bytes
-  double default_gpu_memory_fraction = 0.9;      // --gpu-memory-fraction
+  // --kv-cache-bytes and --gpu-memory-fraction.
+  int64_t default_kv_cache_bytes = kDefaultKvCacheBytes;
+  double default_gpu_memory_fraction = device::CudaOptions().gpu_memory_fraction;
   int32_t max_batched_tokens = 2048;
   // tandem-draft: its proposals are sampled on the host whatever
   // --cuda-sampling says (the flag's help says so); the value is still checked.

@@ -14,12 +14,15 @@
 
 namespace tandem::engine {
 
+// --kv-cache-bytes unless a binary sets its own (tandem-draft).
+inline constexpr int64_t kDefaultKvCacheBytes = 512ll << 20;
+
 struct EngineOptions {
   model::ModelOptions model;  // num_threads, precision, cpu_weights
   std::string precision = "fast";  // or "reference", as given
   int32_t block_size = 16;
   int32_t kv_blocks = 0;       // > 0 overrides kv_cache_bytes
-  int64_t kv_cache_bytes = 512ll << 20;
+  int64_t kv_cache_bytes = kDefaultKvCacheBytes;
   device::DeviceChoice device;
 
   // What device::MakeModelRunner takes.
