@@ -123,6 +123,7 @@ int Main() {
   nlohmann::json result;
   result["threads"] = model->pool()->num_threads();
   result["precision"] = absl::GetFlag(FLAGS_precision);
+  result["isa"] = kernels::IsaName(kernels::BestIsa());
 
   const int32_t pp = absl::GetFlag(FLAGS_prefill_len);
   double best = 1e30;

@@ -20,7 +20,8 @@ namespace tandem::kernels {
 enum class Isa { kReference = 0, kAvx2 = 1, kAvx512 = 2 };
 
 // The best level this CPU supports, lowered by the environment variable
-// TANDEM_ISA=reference|avx2|avx512 when set (for tests and benchmarks).
+// TANDEM_ISA=auto|avx512|avx2|scalar (scalar = reference) when set (for tests,
+// benchmarks, and CI running the AVX2 path on AVX-512 machines).
 Isa BestIsa();
 const char* IsaName(Isa isa);
 
@@ -33,7 +34,7 @@ struct WeightView {
   int64_t cols = 0;
   int64_t row_bytes = 0;
   // Optional: the same rows interleaved 16 at a time (PackRows16). MatMul
-  // reads it for a few activation rows at once when PackedRowsUsed(isa);
+  // reads it for a few activation rows at once when PackedRowsUsed(isa, type);
   // the results are bit-identical either way.
   const void* packed = nullptr;
 };
@@ -44,8 +45,9 @@ int64_t PackedRows16Bytes(const WeightView& w);
 // Writes w's rows interleaved 16 at a time (layout: kernels/cpu/packed_rows16.h)
 // to out, PackedRows16Bytes(w) bytes.
 void PackRows16(const WeightView& w, uint8_t* out);
-// Whether MatMul at `isa` (after ClampIsa) reads WeightView::packed.
-bool PackedRowsUsed(Isa isa);
+// Whether MatMul at `isa` (after ClampIsa) reads WeightView::packed of a
+// `type` matrix (false for types without a packed form).
+bool PackedRowsUsed(Isa isa, gguf::GgmlType type);
 
 struct MatMulParams {
   Isa isa = Isa::kReference;

@@ -47,7 +47,7 @@ void BM_MatMul(benchmark::State& state, gguf::GgmlType type, int64_t rows, int64
   WeightView view{type, w.data(), rows, cols, row_bytes};
   std::vector<uint8_t> packed_rows;
   if (packed) {
-    if (!PackedRowsUsed(isa)) {
+    if (!PackedRowsUsed(isa, type)) {
       state.SkipWithError("no packed tiles at this ISA");
       return;
     }
@@ -94,14 +94,21 @@ void Register() {
       b->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime();
     }
     // Rows packed 16 at a time (WeightView::packed): used up to the ISA's
-    // max_packed_x activation rows.
-    std::string name = std::string("MatMul/") + s.name + "/avx512_packed";
-    auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, s.type, s.rows, s.cols,
-                                           Isa::kAvx512, true, true);
-    for (int threads : {1, 2}) {
-      for (int64_t n : {1, 2, 3, 4, 5, 8, 16, 32}) b->Args({n, threads});
+    // max_packed_x activation rows (AVX-512: 32; AVX2: every batch, 4-bit
+    // types only).
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+      if (isa == Isa::kAvx2 && s.type == gguf::GgmlType::kQ8_0) continue;
+      std::string name = std::string("MatMul/") + s.name + "/" + IsaName(isa) + "_packed";
+      auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, s.type, s.rows, s.cols, isa,
+                                             true, true);
+      for (int threads : {1, 2}) {
+        for (int64_t n : {1, 2, 3, 4, 5, 8, 16, 32, 64, 512}) {
+          if (isa == Isa::kAvx512 && n > 32) continue;  // past max_packed_x
+          b->Args({n, threads});
+        }
+      }
+      b->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime();
     }
-    b->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime();
   }
   // Reference-precision path for comparison (f32 dot of dequantized rows).
   auto* b = benchmark::RegisterBenchmark("MatMul/q4_1_576x576/avx2_f32path", BM_MatMul,

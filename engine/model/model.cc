@@ -61,6 +61,10 @@ Model::Model(std::unique_ptr<gguf::GgufFile> file, ModelConfig config, int32_t f
   if (matmul_params_.quantize_activations && options_.cpu_weights) {
     PackWeightRows(weights_, matmul_params_.isa, pool_.get());
   }
+  if (options_.cpu_weights) {
+    TANDEM_LOG(kInfo, "model: CPU kernels %s (TANDEM_ISA=avx2|scalar lowers it), %d threads",
+               kernels::IsaName(matmul_params_.isa), pool_->num_threads());
+  }
   // Reference precision keeps attention and the elementwise ops on their
   // scalar reference code; only the weights' dot products differ by ISA.
   vector_isa_ = options_.precision == Precision::kFast ? kernels::BestIsa()

@@ -144,7 +144,6 @@ absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const 
 }
 
 void PackWeightRows(ModelWeights& weights, kernels::Isa isa, ThreadPool* pool) {
-  if (!kernels::PackedRowsUsed(isa)) return;
   std::vector<kernels::WeightView*> todo;
   for (LayerWeights& l : weights.layers) {
     for (kernels::WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
@@ -152,8 +151,8 @@ void PackWeightRows(ModelWeights& weights, kernels::Isa isa, ThreadPool* pool) {
     }
   }
   todo.push_back(&weights.output);
-  std::erase_if(todo, [](const kernels::WeightView* w) {
-    return w->packed != nullptr || kernels::PackedRows16Bytes(*w) == 0;
+  std::erase_if(todo, [isa](const kernels::WeightView* w) {
+    return w->packed != nullptr || !kernels::PackedRowsUsed(isa, w->type);
   });
   const size_t first = weights.packed.size();
   for (const kernels::WeightView* w : todo) {

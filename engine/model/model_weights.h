@@ -60,10 +60,10 @@ absl::StatusOr<ModelWeights> LoadModelWeights(const gguf::GgufFile& file, const 
                                               bool dequantize_to_f32, const parallel::TpShard& shard);
 
 // Gives every quantized projection and the output head a row-interleaved copy
-// (kernels::PackRows16) when MatMul at `isa` reads one: decode-sized batches
-// then run about 3× faster on AVX-512 with bit-identical results. Costs one
-// more copy of those matrices in memory. No-op at other ISAs. Matrices are
-// packed in parallel on `pool` (may be null).
+// (kernels::PackRows16) when MatMul at `isa` reads one for its type: decode-
+// sized batches then run about 3× faster on AVX-512 (every batch size on
+// AVX2, 4-bit types) with bit-identical results. Costs one more copy of those
+// matrices in memory. Matrices are packed in parallel on `pool` (may be null).
 void PackWeightRows(ModelWeights& weights, kernels::Isa isa, ThreadPool* pool);
 
 }  // namespace tandem::model

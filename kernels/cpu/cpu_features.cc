@@ -42,7 +42,7 @@ Isa ClampIsa(Isa requested) {
 }
 
 bool ParseIsa(const char* name, Isa* isa) {
-  if (std::strcmp(name, "reference") == 0) {
+  if (std::strcmp(name, "reference") == 0 || std::strcmp(name, "scalar") == 0) {
     *isa = Isa::kReference;
   } else if (std::strcmp(name, "avx2") == 0) {
     *isa = Isa::kAvx2;
@@ -57,10 +57,10 @@ bool ParseIsa(const char* name, Isa* isa) {
 Isa BestIsa() {
   Isa hw = HardwareIsa();
   const char* env = std::getenv("TANDEM_ISA");
-  if (env == nullptr || *env == '\0') return hw;
+  if (env == nullptr || *env == '\0' || std::strcmp(env, "auto") == 0) return hw;
   Isa wanted;
   if (!ParseIsa(env, &wanted)) {
-    TANDEM_LOG(kWarning, "TANDEM_ISA=%s is not one of reference|avx2|avx512; using %s", env,
+    TANDEM_LOG(kWarning, "TANDEM_ISA=%s is not one of auto|avx512|avx2|scalar (reference); using %s", env,
                IsaName(hw));
     return hw;
   }

@@ -29,7 +29,7 @@ Isa HardwareIsa();
 // faulting.
 Isa ClampIsa(Isa requested);
 
-// Parses "reference" / "avx2" / "avx512"; false for anything else.
+// Parses "reference" (or "scalar") / "avx2" / "avx512"; false for anything else.
 bool ParseIsa(const char* name, Isa* isa);
 
 }  // namespace tandem::kernels

@@ -73,7 +73,19 @@ int64_t PackedRows16Bytes(const WeightView& w) {
   return (w.rows + kPackedRows - 1) / kPackedRows * (w.cols / 32) * block_bytes;
 }
 
-bool PackedRowsUsed(Isa isa) { return QuantKernelsFor(isa).packed_q4_1 != nullptr; }
+bool PackedRowsUsed(Isa isa, gguf::GgmlType type) {
+  const QuantKernels& k = QuantKernelsFor(isa);
+  switch (type) {
+    case gguf::GgmlType::kQ8_0:
+      return k.packed_q8_0 != nullptr;
+    case gguf::GgmlType::kQ4_0:
+      return k.packed_q4_0 != nullptr;
+    case gguf::GgmlType::kQ4_1:
+      return k.packed_q4_1 != nullptr;
+    default:
+      return false;
+  }
+}
 
 void PackRows16(const WeightView& w, uint8_t* out) {
   CHECK(PackedBlockBytes(w.type) != 0 && w.cols % 32 == 0, "PackRows16: type %d, %d cols",

@@ -341,18 +341,6 @@ void TileBatched(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const Bl
   }
 }
 
-// Sums of the 8 lanes of each of v[0..8), in order: lane i = Σ v[i].
-inline __m256i ReduceRows8(const __m256i* v) {
-  __m256i h01 = _mm256_hadd_epi32(v[0], v[1]);
-  __m256i h23 = _mm256_hadd_epi32(v[2], v[3]);
-  __m256i h45 = _mm256_hadd_epi32(v[4], v[5]);
-  __m256i h67 = _mm256_hadd_epi32(v[6], v[7]);
-  __m256i q0 = _mm256_hadd_epi32(h01, h23);  // [r0..3 low halves | r0..3 high halves]
-  __m256i q1 = _mm256_hadd_epi32(h45, h67);
-  return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20),
-                          _mm256_permute2x128_si256(q0, q1, 0x31));
-}
-
 // One block's term for 16 output lanes of activation row xb: acc +=
 // float(isum)·(dw·dx), and for Q4_1 macc += m·s (the matvec tiles' order).
 template <bool kHasMin>
@@ -368,15 +356,6 @@ inline void StoreLanes(const __m512* acc, const __m512* macc, __mmask16 mask, fl
                        int64_t ldy) {
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(y + c * ldy, mask, _mm512_add_ps(acc[c], macc[c]));
-}
-
-// f.template operator()<C>() with C = n, for 1 <= n <= kMax (larger n: kMax).
-template <int kMax, class F>
-inline void WithCount(int64_t n, F&& f) {
-  if constexpr (kMax > 1) {
-    if (n < kMax) return WithCount<kMax - 1>(n, f);
-  }
-  f.template operator()<kMax>();
 }
 
 // Up to 16 weight rows (lanes) × C activation rows. Each weight block is

@@ -15,6 +15,8 @@ TEST(CpuFeaturesTest, NamesRoundTrip) {
     EXPECT_EQ(parsed, isa);
   }
   Isa parsed;
+  ASSERT_TRUE(ParseIsa("scalar", &parsed));
+  EXPECT_EQ(parsed, Isa::kReference);
   EXPECT_FALSE(ParseIsa("sse9", &parsed));
 }
 
@@ -38,7 +40,11 @@ TEST(CpuFeaturesTest, EnvironmentOverride) {
   const Isa hw = HardwareIsa();
   unsetenv("TANDEM_ISA");
   EXPECT_EQ(BestIsa(), hw);
+  setenv("TANDEM_ISA", "auto", 1);
+  EXPECT_EQ(BestIsa(), hw);
   setenv("TANDEM_ISA", "reference", 1);
+  EXPECT_EQ(BestIsa(), Isa::kReference);
+  setenv("TANDEM_ISA", "scalar", 1);
   EXPECT_EQ(BestIsa(), Isa::kReference);
   setenv("TANDEM_ISA", "avx2", 1);
   EXPECT_EQ(BestIsa(), hw >= Isa::kAvx2 ? Isa::kAvx2 : hw);
