@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds llama.cpp from the source that PyPI's llama-cpp-python sdist carries
 # (vendor/llama.cpp) into build/llama.cpp/build-ISA/bin/: llama-bench,
-# llama-batched-bench and llama-server, once (each target only when missing).
+# llama-batched-bench, llama-server and llama-quantize, once (each target only
+# when missing).
 # Nothing of it is committed; the benchmarks that measure tandem beside
 # llama.cpp call this. Prints the bin folder.
 #
@@ -24,7 +25,7 @@ case "$isa" in
   *) echo "build_llama_cpp.sh: ISA '$isa': expected native, avx2 or avx512" >&2; exit 2 ;;
 esac
 out="$lc/build-$isa"
-targets=(llama-bench llama-batched-bench llama-server)
+targets=(llama-bench llama-batched-bench llama-server llama-quantize)
 missing=()
 for t in "${targets[@]}"; do [ -x "$out/bin/$t" ] || missing+=("$t"); done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -7,10 +7,15 @@
 # for it (bench/build_llama_cpp.sh ISA, GGML_NATIVE=OFF), and the ratios
 # printed per level.
 #
+# TYPES names weight types to compare besides the model's own: each is made
+# from MODEL once with llama-quantize --allow-requantize (build/models/), and
+# both engines read the same file.
+#
 # llama.cpp is built from PyPI's llama-cpp-python sdist, into
 # build/llama.cpp/build-ISA/, once per level. Nothing of it is committed.
 # Usage: bench/compare_llama_cpp.sh [MODEL]
-# Env: THREADS (default nproc), ISAS (default: every level the CPU has).
+# Env: THREADS (default nproc), ISAS (default: every level the CPU has),
+#      TYPES (e.g. "q4_0 q8_0"; default none).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -21,10 +26,10 @@ if [ -z "${ISAS:-}" ]; then
   if grep -q avx512_vnni /proc/cpuinfo && grep -q avx512bw /proc/cpuinfo; then ISAS="avx2 avx512"; fi
 fi
 
-compare() {  # compare ISA: one tandem and one llama.cpp measurement, their ratios
-  local isa="$1" lc_bin ours
+compare() {  # compare ISA MODEL: one tandem and one llama.cpp measurement, their ratios
+  local isa="$1" model="$2" lc_bin ours
   lc_bin="$(bash "$root/bench/build_llama_cpp.sh" "$isa")"
-  echo "== $isa: tandem (TANDEM_ISA=$isa, threads=$threads)"
+  echo "== $isa, $(basename "$model"): tandem (TANDEM_ISA=$isa, threads=$threads)"
   ours="$(TANDEM_ISA="$isa" build/bin/tandem-engine-bench --model "$model" --threads "$threads" \
     --prefill_len 512 --prompt_len 128 --decode_len 128 --batch_sizes 1,16,64)"
   echo "$ours"
@@ -33,7 +38,7 @@ compare() {  # compare ISA: one tandem and one llama.cpp measurement, their rati
   echo "== $isa: llama.cpp llama-batched-bench (npp 128, ntg 128, npl 1,16,64)"
   "$lc_bin/llama-batched-bench" -m "$model" -t "$threads" -c 20000 -b 2048 -ub 512 \
     -npp 128 -ntg 128 -npl 1,16,64 --output-format jsonl 2>/dev/null | grep '^{' > build/llama-batched-bench.jsonl
-  ratios "$isa" "$ours"
+  ratios "$isa $(basename "$model")" "$ours"
 }
 
 ratios() {  # ratios ISA TANDEM_JSON
@@ -49,11 +54,23 @@ rows = [("prefill 512 tok/s", ours["prefill"]["tokens_per_s"], pp),
         ("decode 1 stream tok/s (llama-bench tg128)", our_dec[1], tg)]
 for b in (1, 16, 64):
     rows.append((f"decode {b} seqs aggregate tok/s (batched-bench)", our_dec[b], bb.get(b, float("nan"))))
-print(f"{'metric (' + isa + ', tandem ran ' + ours.get('isa', '?') + ')':50s} {'tandem':>10s} {'llama.cpp':>10s} {'ratio':>7s}")
+print(f"{'metric (' + isa + '; tandem ran ' + ours.get('isa', '?') + ')':50s} {'tandem':>10s} {'llama.cpp':>10s} {'ratio':>7s}")
 for name, a, b in rows:
     print(f"{name:50s} {a:10.1f} {b:10.1f} {a / b:7.2f}")
 print(f"tandem 64-seq aggregate / tandem single stream: {our_dec[64] / our_dec[1]:.2f}x")
 PY
 }
 
-for isa in $ISAS; do compare "$isa"; done
+models=("$model")
+for type in ${TYPES:-}; do
+  out="build/models/$(basename "$model" .gguf).requant-$type.gguf"
+  if [ ! -f "$out" ]; then
+    mkdir -p build/models
+    "$(bash "$root/bench/build_llama_cpp.sh" "${ISAS%% *}")/llama-quantize" --allow-requantize "$model" "$out" \
+      "${type^^}" >/dev/null 2>&1
+  fi
+  models+=("$out")
+done
+for isa in $ISAS; do
+  for m in "${models[@]}"; do compare "$isa" "$m"; done
+done
