@@ -19,7 +19,7 @@
 //    |sum| <= 8 · 2 · 15 · 127 = 30480 < 2^15) and widened once per block,
 //    and the unpacked weights serve up to kPackedCols activation rows. Q8_0
 //    has no packed tile here: its u8 weights (0..255) would saturate
-//    vpmaddubsw's int16 pair sums, and the sign trick costs more than the
+//    vpmaddubsw's int16 pair sums, and the sign trick is no cheaper than the
 //    plain tile.
 #include <immintrin.h>
 
@@ -94,6 +94,15 @@ inline void AccumulateBlock(__m256i isum, __m256 dw, __m256 mw, const BlockQ8A& 
   if constexpr (kHasMin) macc = _mm256_fmadd_ps(mw, _mm256_set1_ps(xb.s), macc);
 }
 
+template <int C>
+inline void ZeroAccumulators(__m256* acc, __m256* macc) {
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    acc[c] = _mm256_setzero_ps();
+    macc[c] = _mm256_setzero_ps();
+  }
+}
+
 // y[c * ldy + lane] = acc[c] + macc[c] for lanes < rows, c < C.
 template <int C>
 inline void StoreLanes(const __m256* acc, const __m256* macc, int rows, float* y, int64_t ldy) {
@@ -115,11 +124,7 @@ void PlainRows8(const uint8_t* w, int64_t row_bytes, int rows, const BlockQ8A* x
     row[r] = reinterpret_cast<const Block*>(w + std::min(r, rows - 1) * row_bytes);
   }
   __m256 acc[C], macc[C];
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) {
-    acc[c] = _mm256_setzero_ps();
-    macc[c] = _mm256_setzero_ps();
-  }
+  ZeroAccumulators<C>(acc, macc);
   for (int64_t b = 0; b < nb; ++b) {
     __m256i wv[8], uv[8];
 #pragma GCC unroll 8
@@ -182,11 +187,7 @@ void PackedRows8(const uint8_t* g, int half, int rows, const BlockQ8A* x, int64_
   using P = PackedPolicy<kType>;
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256 acc[C], macc[C];
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) {
-    acc[c] = _mm256_setzero_ps();
-    macc[c] = _mm256_setzero_ps();
-  }
+  ZeroAccumulators<C>(acc, macc);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = g + b * P::kBlockBytes;
     const __m256 dw =
