@@ -19,6 +19,14 @@ namespace {
 std::vector<uint8_t> RandomWeights(gguf::GgmlType type, int64_t rows, int64_t row_bytes) {
   std::mt19937 rng(7);
   std::vector<uint8_t> data(rows * row_bytes);
+  if (type == gguf::GgmlType::kF32) {  // finite, normal values
+    std::uniform_real_distribution<float> dist(-1, 1);
+    for (size_t i = 0; i + 4 <= data.size(); i += 4) {
+      const float f = dist(rng);
+      std::memcpy(data.data() + i, &f, 4);
+    }
+    return data;
+  }
   for (uint8_t& b : data) b = static_cast<uint8_t>(rng());
   // Sane scales (random bits can be inf/nan halves).
   const int64_t bb = WeightBlockBytes(type);
@@ -38,7 +46,7 @@ void BM_MatMul(benchmark::State& state, gguf::GgmlType type, int64_t rows, int64
     state.SkipWithError("ISA not supported by this CPU");
     return;
   }
-  const int64_t row_bytes = cols / 32 * WeightBlockBytes(type);
+  const int64_t row_bytes = cols / WeightBlockElems(type) * WeightBlockBytes(type);
   std::vector<uint8_t> w = RandomWeights(type, rows, row_bytes);
   std::mt19937 rng(8);
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -114,6 +122,11 @@ void Register() {
   auto* b = benchmark::RegisterBenchmark("MatMul/q4_1_576x576/avx2_f32path", BM_MatMul,
                                          gguf::GgmlType::kQ4_1, 576, 576, Isa::kAvx2, false, false);
   b->Args({1, 1})->Args({16, 1})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+  // Reference precision proper: f32 weights (dequantized at load).
+  b = benchmark::RegisterBenchmark("MatMul/f32_576x576/avx2", BM_MatMul, gguf::GgmlType::kF32, 576,
+                                   576, Isa::kAvx2, false, false);
+  b->Args({1, 1})->Args({16, 1})->Args({64, 1})->ArgNames({"n", "threads"});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
 const int kRegistered = (Register(), 0);

@@ -157,10 +157,18 @@ void F32MatMul(const WeightView& w, const float* x, int64_t n, float* y, const Q
           wrow[r] = wf.data() + r * w.cols;
         }
       }
-      for (int64_t c = 0; c < n; ++c) {
-        for (int64_t r = 0; r < rr; ++r) {
-          y[c * w.rows + r0 + r] = k.dot_f32(wrow[r], x + c * w.cols, w.cols);
+      // Each weight row against the activation rows three at a time where
+      // the ISA can (same bits as one at a time).
+      for (int64_t r = 0; r < rr; ++r) {
+        int64_t c = 0;
+        if (k.dot_f32_x3 != nullptr) {
+          for (; c + 3 <= n; c += 3) {
+            float out[3];
+            k.dot_f32_x3(wrow[r], x + c * w.cols, w.cols, w.cols, out);
+            for (int j = 0; j < 3; ++j) y[(c + j) * w.rows + r0 + r] = out[j];
+          }
         }
+        for (; c < n; ++c) y[c * w.rows + r0 + r] = k.dot_f32(wrow[r], x + c * w.cols, w.cols);
       }
     }
   });

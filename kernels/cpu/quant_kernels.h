@@ -37,6 +37,10 @@ using PackedTileFn = void (*)(const uint8_t* groups, int64_t num_rows, const Blo
 // Σ a[i] * b[i] over n floats, fp32 accumulation.
 using DotF32Fn = float (*)(const float* a, const float* b, int64_t n);
 
+// out[c] = dot_f32(a, b + c * ldb, n) for c < 3, bit for bit: one row against
+// three, so a's loads serve three dot products.
+using DotF32x3Fn = void (*)(const float* a, const float* b, int64_t ldb, int64_t n, float* out);
+
 struct QuantKernels {
   QuantizeRowFn quantize_row = nullptr;
   QuantTileFn tile_q8_0 = nullptr;
@@ -49,6 +53,8 @@ struct QuantKernels {
   PackedTileFn packed_q4_0 = nullptr;
   PackedTileFn packed_q4_1 = nullptr;
   int64_t max_packed_x = 0;
+  // Null where the ISA has none (MatMul then calls dot_f32 three times).
+  DotF32x3Fn dot_f32_x3 = nullptr;
 };
 
 const QuantKernels& QuantKernelsRef();

@@ -19,7 +19,7 @@
 //    |sum| <= 8 · 2 · 15 · 127 = 30480 < 2^15) and widened once per block,
 //    and the unpacked weights serve up to kPackedCols activation rows. Q8_0
 //    has no packed tile here: its u8 weights (0..255) would saturate
-//    vpmaddubsw's int16 pair sums, and the sign trick costs more than the
+//    vpmaddubsw's int16 pair sums, and the sign trick is no cheaper than the
 //    plain tile.
 #include <immintrin.h>
 
@@ -42,9 +42,10 @@ inline __m256i Dpbusd(__m256i acc, __m256i u8, __m256i s8) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 
-// Weight-type policies for plain rows. Dot(w, x) = per-lane partial sums of
-// the block's Σ u·x, with u the weight before the offset kOffset is taken
-// off (isum = Σ u·x - kOffset · Σx).
+// Weight-type policies for plain rows. Dpbusd(0, Unsigned(w), Signed(x, w))
+// gives per-lane partial sums of the block's Σ u·x, with u the weight before
+// the offset kOffset is taken off (isum = Σ u·x - kOffset · Σx). Unsigned(w)
+// is computed once per weight block, Signed(x, w) per activation row.
 struct Q8_0Avx2 {
   using Block = gguf::BlockQ8_0;
   static constexpr bool kHasMin = false;
@@ -54,9 +55,8 @@ struct Q8_0Avx2 {
   }
   // |w| is a valid u8 (128 for -128) and sign(x, w) cannot overflow because
   // activations are never -128.
-  static __m256i Dot(__m256i w, __m256i x) {
-    return Dpbusd(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-  }
+  static __m256i Unsigned(__m256i w) { return _mm256_abs_epi8(w); }
+  static __m256i Signed(__m256i x, __m256i w) { return _mm256_sign_epi8(x, w); }
 };
 
 struct Q4_0Avx2 {
@@ -64,7 +64,8 @@ struct Q4_0Avx2 {
   static constexpr bool kHasMin = false;
   static constexpr int32_t kOffset = 8;
   static __m256i Load(const Block& b) { return UnpackNibbles(b.qs); }
-  static __m256i Dot(__m256i w, __m256i x) { return Dpbusd(_mm256_setzero_si256(), w, x); }
+  static __m256i Unsigned(__m256i w) { return w; }
+  static __m256i Signed(__m256i x, __m256i) { return x; }
 };
 
 struct Q4_1Avx2 {
@@ -72,8 +73,18 @@ struct Q4_1Avx2 {
   static constexpr bool kHasMin = true;
   static constexpr int32_t kOffset = 0;
   static __m256i Load(const Block& b) { return UnpackNibbles(b.qs); }
-  static __m256i Dot(__m256i w, __m256i x) { return Dpbusd(_mm256_setzero_si256(), w, x); }
+  static __m256i Unsigned(__m256i w) { return w; }
+  static __m256i Signed(__m256i x, __m256i) { return x; }
 };
+
+// The f16 field `kField` (scale or min) of block b of the 8 rows, as floats.
+// Built in registers: 8 scalar stores reloaded as one vector would stall on
+// store forwarding once per block.
+template <auto kField, class Block>
+inline __m256 HalvesOf8Rows(const Block* const* row, int64_t b) {
+  const auto h = [&](int r) { return static_cast<short>(row[r][b].*kField); };
+  return _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)));
+}
 
 // One block's term for 8 output lanes of activation row xb.
 template <bool kHasMin>
@@ -81,6 +92,15 @@ inline void AccumulateBlock(__m256i isum, __m256 dw, __m256 mw, const BlockQ8A& 
                             __m256& macc) {
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc);
   if constexpr (kHasMin) macc = _mm256_fmadd_ps(mw, _mm256_set1_ps(xb.s), macc);
+}
+
+template <int C>
+inline void ZeroAccumulators(__m256* acc, __m256* macc) {
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    acc[c] = _mm256_setzero_ps();
+    macc[c] = _mm256_setzero_ps();
+  }
 }
 
 // y[c * ldy + lane] = acc[c] + macc[c] for lanes < rows, c < C.
@@ -104,30 +124,24 @@ void PlainRows8(const uint8_t* w, int64_t row_bytes, int rows, const BlockQ8A* x
     row[r] = reinterpret_cast<const Block*>(w + std::min(r, rows - 1) * row_bytes);
   }
   __m256 acc[C], macc[C];
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) {
-    acc[c] = _mm256_setzero_ps();
-    macc[c] = _mm256_setzero_ps();
-  }
+  ZeroAccumulators<C>(acc, macc);
   for (int64_t b = 0; b < nb; ++b) {
-    __m256i wv[8];
-    alignas(16) uint16_t dh[8], mh[8];
+    __m256i wv[8], uv[8];
 #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
       wv[r] = P::Load(row[r][b]);
-      std::memcpy(&dh[r], &row[r][b].d, 2);
-      if constexpr (P::kHasMin) std::memcpy(&mh[r], &row[r][b].m, 2);
+      uv[r] = P::Unsigned(wv[r]);
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dh)));
+    const __m256 dw = HalvesOf8Rows<&Block::d>(row, b);
     __m256 mw = _mm256_setzero_ps();
-    if constexpr (P::kHasMin) mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(mh)));
+    if constexpr (P::kHasMin) mw = HalvesOf8Rows<&Block::m>(row, b);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       const BlockQ8A& xb = x[c * nb + b];
       const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
       __m256i dots[8];
 #pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) dots[r] = P::Dot(wv[r], xv);
+      for (int r = 0; r < 8; ++r) dots[r] = Dpbusd(_mm256_setzero_si256(), uv[r], P::Signed(xv, wv[r]));
       __m256i isum = ReduceRows8(dots);
       if constexpr (P::kOffset != 0) {
         isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(P::kOffset * xb.sum));
@@ -173,11 +187,7 @@ void PackedRows8(const uint8_t* g, int half, int rows, const BlockQ8A* x, int64_
   using P = PackedPolicy<kType>;
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256 acc[C], macc[C];
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) {
-    acc[c] = _mm256_setzero_ps();
-    macc[c] = _mm256_setzero_ps();
-  }
+  ZeroAccumulators<C>(acc, macc);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* pb = g + b * P::kBlockBytes;
     const __m256 dw =
@@ -259,6 +269,43 @@ float DotF32Avx2(const float* a, const float* b, int64_t n) {
   return acc;
 }
 
+// DotF32Avx2 for three b rows at once: per output the same operations in the
+// same order (four accumulators over 32-float steps, then 8-float steps into
+// the first, the same reduction, an fma tail), so the bits match.
+void DotF32x3Avx2(const float* a, const float* b, int64_t ldb, int64_t n, float* out) {
+  __m256 acc[3][4];
+#pragma GCC unroll 3
+  for (int c = 0; c < 3; ++c) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) acc[c][k] = _mm256_setzero_ps();
+  }
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m256 av = _mm256_loadu_ps(a + i + 8 * k);
+#pragma GCC unroll 3
+      for (int c = 0; c < 3; ++c) {
+        acc[c][k] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + c * ldb + i + 8 * k), acc[c][k]);
+      }
+    }
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 av = _mm256_loadu_ps(a + i);
+#pragma GCC unroll 3
+    for (int c = 0; c < 3; ++c) {
+      acc[c][0] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + c * ldb + i), acc[c][0]);
+    }
+  }
+#pragma GCC unroll 3
+  for (int c = 0; c < 3; ++c) {
+    float s = HsumPs(_mm256_add_ps(_mm256_add_ps(acc[c][0], acc[c][1]),
+                                   _mm256_add_ps(acc[c][2], acc[c][3])));
+    for (int64_t t = i; t < n; ++t) s = std::fma(a[t], b[c * ldb + t], s);
+    out[c] = s;
+  }
+}
+
 }  // namespace
 
 const QuantKernels& QuantKernelsAvx2() {
@@ -272,7 +319,8 @@ const QuantKernels& QuantKernelsAvx2() {
                               nullptr,
                               PackedTileAvx2<gguf::GgmlType::kQ4_0>,
                               PackedTileAvx2<gguf::GgmlType::kQ4_1>,
-                              INT64_MAX};
+                              INT64_MAX,
+                              DotF32x3Avx2};
   return k;
 }
 

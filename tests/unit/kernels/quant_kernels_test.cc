@@ -180,6 +180,25 @@ TEST(QuantKernelsTest, DotF32MatchesReference) {
   }
 }
 
+// dot_f32_x3, where an ISA has it, gives dot_f32's bits for each of its rows.
+TEST(QuantKernelsTest, DotF32x3BitIdenticalToDotF32) {
+  std::mt19937 rng(6);
+  for (int64_t n : {1, 7, 8, 31, 64, 100, 576, 1537}) {
+    const int64_t ldb = n + 3;  // rows apart by more than n
+    std::vector<float> a = RandomFloats(rng, n), b = RandomFloats(rng, 3 * ldb);
+    for (Isa isa : AvailableIsas()) {
+      const QuantKernels& k = QuantKernelsFor(isa);
+      if (k.dot_f32_x3 == nullptr) continue;
+      float out[3];
+      k.dot_f32_x3(a.data(), b.data(), ldb, n, out);
+      for (int c = 0; c < 3; ++c) {
+        EXPECT_EQ(out[c], k.dot_f32(a.data(), b.data() + c * ldb, n))
+            << IsaName(isa) << " n " << n << " c " << c;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tandem::kernels
 
