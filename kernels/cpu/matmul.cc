@@ -53,19 +53,6 @@ QuantTileFn TileFor(const QuantKernels& k, gguf::GgmlType type) {
   }
 }
 
-PackedTileFn PackedTileFor(const QuantKernels& k, gguf::GgmlType type) {
-  switch (type) {
-    case gguf::GgmlType::kQ8_0:
-      return k.packed_q8_0;
-    case gguf::GgmlType::kQ4_0:
-      return k.packed_q4_0;
-    case gguf::GgmlType::kQ4_1:
-      return k.packed_q4_1;
-    default:
-      return nullptr;
-  }
-}
-
 // ys[i][n, ws[i].rows] = x · ws[i]ᵀ for matrices sharing cols: x is quantized
 // once, then the union of all rows is split across threads in one loop.
 // tiles[i] is the tile function of ws[i]; a matrix with a packed copy runs
@@ -76,7 +63,7 @@ void QuantizedMatMulMany(std::span<const WeightView> ws, std::span<const QuantTi
   PackedTileFn packed[8] = {};
   if (n <= k.max_packed_x) {
     for (size_t i = 0; i < ws.size() && i < 8; ++i) {
-      if (ws[i].packed != nullptr) packed[i] = PackedTileFor(k, ws[i].type);
+      if (ws[i].packed != nullptr) packed[i] = PackedTileForType(k, ws[i].type);
     }
   }
   const int64_t cols = ws[0].cols;

@@ -74,17 +74,7 @@ int64_t PackedRows16Bytes(const WeightView& w) {
 }
 
 bool PackedRowsUsed(Isa isa, gguf::GgmlType type) {
-  const QuantKernels& k = QuantKernelsFor(isa);
-  switch (type) {
-    case gguf::GgmlType::kQ8_0:
-      return k.packed_q8_0 != nullptr;
-    case gguf::GgmlType::kQ4_0:
-      return k.packed_q4_0 != nullptr;
-    case gguf::GgmlType::kQ4_1:
-      return k.packed_q4_1 != nullptr;
-    default:
-      return false;
-  }
+  return PackedTileForType(QuantKernelsFor(isa), type) != nullptr;
 }
 
 void PackRows16(const WeightView& w, uint8_t* out) {

@@ -57,6 +57,20 @@ struct QuantKernels {
   DotF32x3Fn dot_f32_x3 = nullptr;
 };
 
+// The table's packed tile for weights of `type`; null where it has none.
+inline PackedTileFn PackedTileForType(const QuantKernels& k, gguf::GgmlType type) {
+  switch (type) {
+    case gguf::GgmlType::kQ8_0:
+      return k.packed_q8_0;
+    case gguf::GgmlType::kQ4_0:
+      return k.packed_q4_0;
+    case gguf::GgmlType::kQ4_1:
+      return k.packed_q4_1;
+    default:
+      return nullptr;
+  }
+}
+
 const QuantKernels& QuantKernelsRef();
 const QuantKernels& QuantKernelsAvx2();    // callable only when HardwareIsa() >= kAvx2
 const QuantKernels& QuantKernelsAvx512();  // callable only when HardwareIsa() == kAvx512

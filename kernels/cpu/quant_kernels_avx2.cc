@@ -59,23 +59,18 @@ struct Q8_0Avx2 {
   static __m256i Signed(__m256i x, __m256i w) { return _mm256_sign_epi8(x, w); }
 };
 
-struct Q4_0Avx2 {
-  using Block = gguf::BlockQ4_0;
-  static constexpr bool kHasMin = false;
-  static constexpr int32_t kOffset = 8;
+// 4-bit weights: the unpacked nibbles (0..15) are the unsigned operand.
+template <class B, bool kMin, int32_t kOff>
+struct Nibbles4Avx2 {
+  using Block = B;
+  static constexpr bool kHasMin = kMin;
+  static constexpr int32_t kOffset = kOff;
   static __m256i Load(const Block& b) { return UnpackNibbles(b.qs); }
   static __m256i Unsigned(__m256i w) { return w; }
   static __m256i Signed(__m256i x, __m256i) { return x; }
 };
-
-struct Q4_1Avx2 {
-  using Block = gguf::BlockQ4_1;
-  static constexpr bool kHasMin = true;
-  static constexpr int32_t kOffset = 0;
-  static __m256i Load(const Block& b) { return UnpackNibbles(b.qs); }
-  static __m256i Unsigned(__m256i w) { return w; }
-  static __m256i Signed(__m256i x, __m256i) { return x; }
-};
+using Q4_0Avx2 = Nibbles4Avx2<gguf::BlockQ4_0, false, 8>;
+using Q4_1Avx2 = Nibbles4Avx2<gguf::BlockQ4_1, true, 0>;
 
 // The f16 field `kField` (scale or min) of block b of the 8 rows, as floats.
 // Built in registers: 8 scalar stores reloaded as one vector would stall on
