@@ -6,9 +6,10 @@
 #            on) over every unit test (CTest label unit), the CUDA emulation's
 #            tests (cuda_emulation) and one cluster integration test with real
 #            processes (migration_integration_test: a coordinator, two workers,
-#            24 mixed streams, a SIGKILL). The --device cuda model tests
-#            (cuda_device: whole models through the emulator) run in the
-#            main build only.
+#            24 mixed streams, a SIGKILL; its load comes from the main
+#            build's uninstrumented `tandem` when build/ has one). The
+#            --device cuda model tests (cuda_device: whole models through
+#            the emulator) run in the main build only.
 #   thread   build-tsan/: ThreadSanitizer over the concurrency tests (label
 #            tsan: scheduler, scheduler loops and request migration, the
 #            worker-group pool, the service's request stream, the thread pool,
@@ -27,13 +28,19 @@
 #   address-emulation  build-asan/: ASan + UBSan over the CUDA emulation's
 #            tests only (a quick check while working on the emulation).
 #
-#   scripts/test-sanitizers.sh [thread|address|address-emulation]...
-#   (default: thread address)
+#   scripts/test-sanitizers.sh [--build-only] [thread|address|address-emulation]...
+#   (default: thread address; --build-only configures and builds, runs nothing:
+#   scripts/test.sh builds them so in the background while CTest runs)
 # Env: JOBS (default: nproc).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 jobs="${JOBS:-$(nproc)}"
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then
+  build_only=1
+  shift
+fi
 sanitizers=("$@")
 if [ ${#sanitizers[@]} -eq 0 ]; then sanitizers=(thread address); fi
 
@@ -45,6 +52,7 @@ if command -v ccache >/dev/null; then
 fi
 
 for sanitizer in "${sanitizers[@]}"; do
+  extra_cmake=()
   case "$sanitizer" in
     thread)
       dir=build-tsan
@@ -53,9 +61,17 @@ for sanitizer in "${sanitizers[@]}"; do
       extra=() ;;
     address)
       dir=build-asan
-      targets=(cuda_emulation_tests unit_tests tandem-coordinator tandem-worker tandem)
+      targets=(cuda_emulation_tests unit_tests tandem-coordinator tandem-worker)
       labels='^(unit|cuda_emulation)$'
-      extra=(migration_integration_test) ;;
+      extra=(migration_integration_test)
+      # The migration test's load generator (`tandem generate`) is not what
+      # it checks: the main build's serves when there is one.
+      if [ -x build/bin/tandem ]; then
+        extra_cmake=(-DTANDEM_LOAD_CLIENT_BIN="$root/build/bin/tandem")
+      else
+        extra_cmake=(-DTANDEM_LOAD_CLIENT_BIN=)
+        targets+=(tandem)
+      fi ;;
     address-emulation)
       dir=build-asan
       targets=(cuda_emulation_tests)
@@ -64,11 +80,16 @@ for sanitizer in "${sanitizers[@]}"; do
     *) echo "unknown job '$sanitizer': expected thread, address or address-emulation" >&2
        exit 2 ;;
   esac
-  echo "== tests under -fsanitize=$sanitizer ($dir/: ${targets[*]})"
+  if [ "$build_only" -eq 1 ]; then
+    echo "== building for -fsanitize=$sanitizer ($dir/: ${targets[*]})"
+  else
+    echo "== tests under -fsanitize=$sanitizer ($dir/: ${targets[*]})"
+  fi
   kind="${sanitizer%-emulation}"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE="$kind" \
-    -DTANDEM_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
+    -DTANDEM_BUILD_BENCH=OFF "${launcher[@]}" "${extra_cmake[@]}" >/dev/null
   cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
+  if [ "$build_only" -eq 1 ]; then continue; fi
   # halt_on_error: the first report fails the test that caused it, except in
   # check_tsan_race.sh, which wants the whole report.
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"

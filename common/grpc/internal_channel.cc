@@ -9,4 +9,14 @@ std::shared_ptr<grpc::ChannelCredentials> InternalChannelCredentials(const std::
   return grpc::SslCredentials(ssl);
 }
 
+grpc::ChannelArguments InternalChannelArguments() {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return args;
+}
+
+std::chrono::system_clock::time_point GrpcDeadlineAfter(absl::Duration d) {
+  return absl::ToChronoTime(absl::Now() + d);
+}
+
 }  // namespace tandem

@@ -11,15 +11,6 @@
 #include "common/logging.h"
 
 namespace tandem::coordinator {
-namespace {
-
-constexpr int kMaxReconnectBackoffMs = 1000;
-
-std::chrono::system_clock::time_point DeadlineAfter(absl::Duration d) {
-  return absl::ToChronoTime(absl::Now() + d);
-}
-
-}  // namespace
 
 void DraftWorkerSet::Authorize(grpc::ClientContext& context) const {
   AttachApiKey(context, api_key_);
@@ -27,12 +18,12 @@ void DraftWorkerSet::Authorize(grpc::ClientContext& context) const {
 
 absl::StatusOr<std::string> DraftWorkerSet::CheckWorker(Worker& worker,
                                                         absl::Duration timeout) const {
-  if (!worker.channel->WaitForConnected(DeadlineAfter(timeout))) {
+  if (!worker.channel->WaitForConnected(GrpcDeadlineAfter(timeout))) {
     return absl::UnavailableError(absl::StrFormat("draft worker at %s: not reachable within %s",
                                                   worker.address, absl::FormatDuration(timeout)));
   }
   grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(timeout));
+  context.set_deadline(GrpcDeadlineAfter(timeout));
   Authorize(context);
   tandem::v1::DraftInfoRequest request;
   tandem::v1::DraftInfoResponse response;
@@ -80,10 +71,8 @@ void DraftWorkerSet::Reconcile(const std::vector<std::string>& addresses,
     if (present.contains(address)) continue;
     auto worker = std::make_shared<Worker>();
     worker->address = address;
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
-    worker->channel =
-        grpc::CreateCustomChannel(address, InternalChannelCredentials(tls_ca_pem_), args);
+    worker->channel = grpc::CreateCustomChannel(address, InternalChannelCredentials(tls_ca_pem_),
+                                                InternalChannelArguments());
     worker->stub = tandem::v1::Draft::NewStub(worker->channel);
     absl::StatusOr<std::string> model = CheckWorker(*worker, timeout);
     if (!model.ok()) {

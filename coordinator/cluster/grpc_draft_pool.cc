@@ -3,18 +3,12 @@
 #include <limits>
 #include <random>
 
+#include "common/grpc/internal_channel.h"
 #include "common/logging.h"
 #include "tandem/v1/draft.grpc.pb.h"
 #include "protocol/draft_codec.h"
 
 namespace tandem::coordinator {
-namespace {
-
-std::chrono::system_clock::time_point DeadlineAfter(absl::Duration d) {
-  return absl::ToChronoTime(absl::Now() + d);
-}
-
-}  // namespace
 
 GrpcDraftPool::GrpcDraftPool(DraftWorkerSet* workers, absl::Duration timeout)
     : workers_(workers),
@@ -92,7 +86,7 @@ std::vector<DraftProposal> GrpcDraftPool::Propose(std::span<const DraftRequest> 
   for (auto& [address, call] : calls) {
     auto stub = tandem::v1::Draft::NewStub(call.worker->channel);
     grpc::ClientContext context;
-    context.set_deadline(DeadlineAfter(timeout_));
+    context.set_deadline(GrpcDeadlineAfter(timeout_));
   workers_->Authorize(context);
     tandem::v1::ProposeResponse response;
     grpc::Status status = stub->Propose(&context, call.request, &response);
@@ -127,7 +121,7 @@ bool GrpcDraftPool::Release(SeqId seq, int32_t keep_length) {
   if (keep_length == 0) Unassign(seq);
   auto stub = tandem::v1::Draft::NewStub(worker.channel);
   grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(timeout_));
+  context.set_deadline(GrpcDeadlineAfter(timeout_));
   workers_->Authorize(context);
   tandem::v1::ReleaseRequest request;
   tandem::v1::ReleaseSequence* s = request.add_sequences();

@@ -17,11 +17,6 @@ namespace {
 // Matches the worker's limit (worker/main.cc): steps with many long prompts
 // exceed gRPC's 4 MiB default.
 constexpr int kMaxMessageBytes = 256 << 20;
-constexpr int kMaxReconnectBackoffMs = 1000;
-
-std::chrono::system_clock::time_point DeadlineAfter(absl::Duration d) {
-  return absl::ToChronoTime(absl::Now() + d);
-}
 
 std::string GrpcCodeName(grpc::StatusCode code) {
   return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
@@ -31,12 +26,9 @@ std::string GrpcCodeName(grpc::StatusCode code) {
 
 absl::StatusOr<std::unique_ptr<GrpcWorkerGroup>> GrpcWorkerGroup::Connect(
     const std::string& address, absl::Duration timeout, const GrpcWorkerGroupOptions& options) {
-  grpc::ChannelArguments args;
+  grpc::ChannelArguments args = InternalChannelArguments();
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
-  // A lost worker is retried about once a second (SchedulerLoop); gRPC's
-  // default backoff would grow to minutes and delay its return.
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(address, InternalChannelCredentials(options.tls_ca_pem), args);
   std::unique_ptr<GrpcWorkerGroup> group(new GrpcWorkerGroup(address, options, std::move(channel)));
@@ -61,12 +53,12 @@ absl::Status GrpcWorkerGroup::RpcError(const char* rpc, const grpc::Status& stat
 
 absl::Status GrpcWorkerGroup::FetchInfo(absl::Duration timeout, WorkerGroupInfo* info,
                                         std::vector<int32_t>* eos) {
-  if (!channel_->WaitForConnected(DeadlineAfter(timeout))) {
+  if (!channel_->WaitForConnected(GrpcDeadlineAfter(timeout))) {
     return absl::UnavailableError(absl::StrFormat(
         "worker group at %s: not reachable within %s", address_, absl::FormatDuration(timeout)));
   }
   grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(options_.control_timeout));
+  context.set_deadline(GrpcDeadlineAfter(options_.control_timeout));
   AttachApiKey(context, options_.api_key);
   tandem::v1::WorkerInfoRequest request;
   tandem::v1::WorkerInfoResponse response;
@@ -91,7 +83,7 @@ absl::Status GrpcWorkerGroup::FetchInfo(absl::Duration timeout, WorkerGroupInfo*
 
 absl::Status GrpcWorkerGroup::CallReset() {
   grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(options_.control_timeout));
+  context.set_deadline(GrpcDeadlineAfter(options_.control_timeout));
   AttachApiKey(context, options_.api_key);
   tandem::v1::ResetRequest request;
   tandem::v1::ResetResponse response;
@@ -113,7 +105,7 @@ absl::StatusOr<worker::StepResult> GrpcWorkerGroup::Step(const worker::StepPlan&
   for (const worker::SequenceStep& s : plan.sequences) tokens += std::ssize(s.tokens);
   const absl::Duration deadline = pace_.Deadline(tokens);
   grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(deadline));
+  context.set_deadline(GrpcDeadlineAfter(deadline));
   AttachApiKey(context, options_.api_key);
   tandem::v1::StepResponse response;
   pace_.Begin(tokens, absl::Now());

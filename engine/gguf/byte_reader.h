@@ -21,6 +21,16 @@ namespace tandem::gguf {
 static_assert(std::endian::native == std::endian::little,
               "GGUF values are read by memcpy; tandem supports little-endian hosts only");
 
+// Appends `value`'s bytes to *out as GGUF stores them (little-endian, the
+// host's order: see the assertion above). The writing side of ByteReader.
+template <typename T>
+  requires std::is_trivially_copyable_v<T>
+void AppendRaw(T value, std::string* out) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out->append(bytes, sizeof(T));
+}
+
 class ByteReader {
  public:
   ByteReader(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}

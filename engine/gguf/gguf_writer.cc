@@ -11,17 +11,11 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "engine/gguf/byte_reader.h"
 #include "engine/gguf/gguf_file.h"
 
 namespace tandem::gguf {
 namespace {
-
-template <typename T>
-void AppendRaw(T value, std::string* out) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  out->append(bytes, sizeof(T));
-}
 
 void AppendString(const std::string& s, std::string* out) {
   AppendRaw<uint64_t>(s.size(), out);

@@ -49,13 +49,6 @@ absl::StatusOr<MetadataValue> ReadScalar(ByteReader* reader, MetadataValue (*mak
   return make(value);
 }
 
-template <typename T>
-void AppendRaw(T value, std::string* out) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  out->append(bytes, sizeof(T));
-}
-
 }  // namespace
 
 const char* MetadataTypeName(MetadataType type) {

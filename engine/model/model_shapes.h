@@ -37,7 +37,8 @@ struct ModelShape {
 // Every known shape, in a fixed order.
 const std::vector<ModelShape>& KnownModelShapes();
 
-// The shape called `name` ("llama3-8b", "llama2-7b", "smollm2-135m", "toy", "tiny").
+// The shape called `name` ("llama3-8b", "llama2-7b", "smollm2-135m", "toy", "tiny",
+// "toy-head").
 // InvalidArgument naming `name` and listing the known shapes otherwise.
 absl::StatusOr<ModelShape> FindModelShape(std::string_view name);
 

@@ -12,8 +12,6 @@
 namespace tandem::sampling {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
 // log_softmax in place (float terms, double sum, as Sampler's logprobs).
 void LogSoftmax(std::span<float> x) {
   float max_x = kNegInf;

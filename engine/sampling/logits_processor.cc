@@ -11,8 +11,6 @@
 namespace tandem::sampling {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
 inline void CheckToken(int32_t id, size_t vocab_size) {
   CHECK(id >= 0 && static_cast<size_t>(id) < vocab_size, "token id %d is out of range [0, %zu)",
         id, vocab_size);

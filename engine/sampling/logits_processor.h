@@ -23,12 +23,16 @@
 #define TANDEM_ENGINE_SAMPLING_LOGITS_PROCESSOR_H_
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
 #include "engine/sampling/candidate_list.h"
 
 namespace tandem::sampling {
+
+// The logit of a token that may not be drawn.
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // log_softmax at a raw logit given its row's normalizer (the row's largest
 // logit `max` and sum = Σ e^(l - max), kernels::SoftmaxNormalizer):

@@ -8,6 +8,14 @@ and each one's tokens, text and finish reason equal `tandem run --requests`
 (single process) token for token. One `tandem run` output is shared by the
 three sizes.
 
+The model is `tandem make-model --shape toy-head --vocab-from TANDEM_MODEL`
+(random weights: 4 small layers whose 6 query and 3 KV heads split 3 + 3 /
+2 + 1 at TP = 2 and 2 + 2 + 2 / 1 + 1 + 1 at TP = 3, the real model's
+tokenizer and vocabulary, its own peaked output head): what is proved is the
+splitting, which the real 30-layer model would only make twelve times
+slower. The real model at TP = 3 in reference precision is held to `tandem
+run` token for token in mpi_tcp_launch_test.py.
+
 Both sides run in reference precision (--precision reference: f32 weights
 and math), which makes TP > 1 bit-identical to TP = 1. Fast precision
 quantizes activations per rank, so a near-tie between two tokens may flip
@@ -30,6 +38,7 @@ MPIEXEC (the mpirun / mpiexec to use).
 import os
 import shutil
 import signal
+import tempfile
 import time
 import unittest
 
@@ -78,20 +87,31 @@ def worker_pids(session):
 class TensorParallelProofTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="tandem-tp-")
+        cls.model = os.path.join(cls.tmp.name, "toy-head.gguf")
+        code, _, err = run_cli(BIN, ["make-model", "--shape", "toy-head", "--dtype", "q8_0",
+                                     "--seed", "3", "--out", cls.model, "--vocab-from", MODEL],
+                               RUN_TIMEOUT)
+        if code != 0:
+            raise AssertionError(f"tandem make-model failed ({code}): {err[-2000:]}")
         cls.requests = mixed_requests(NUM_REQUESTS)
         path = write_temp(jsonl(cls.requests))
         try:
-            code, out, err = run_cli(BIN, ["run", "--model", MODEL, "--requests", path, "--json",
-                                           "--precision", "reference"], RUN_TIMEOUT)
+            code, out, err = run_cli(BIN, ["run", "--model", cls.model, "--requests", path,
+                                           "--json", "--precision", "reference"], RUN_TIMEOUT)
         finally:
             os.unlink(path)
         if code != 0:
             raise AssertionError(f"tandem run failed ({code}): {err[-2000:]}")
         cls.expected = parse_lines(out)
 
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
     def start_workers(self, n):
         """The worker group: one tandem-worker for n = 1, else mpirun -np n."""
-        worker_args = [WORKER, "--model", MODEL, "--port", "0", "--precision", "reference"]
+        worker_args = [WORKER, "--model", self.model, "--port", "0", "--precision", "reference"]
         if n == 1:
             return Server(worker_args, "tandem-worker", startup_timeout=STARTUP_TIMEOUT)
         if not (MPIEXEC and os.path.exists(MPIEXEC)):
@@ -141,7 +161,7 @@ class TensorParallelProofTest(unittest.TestCase):
         session = worker.proc.pid  # start_new_session: the worker (or mpirun) leads its session
         coordinator = None
         try:
-            coordinator = Server([COORDINATOR, "--model", MODEL, "--worker", worker.address,
+            coordinator = Server([COORDINATOR, "--model", self.model, "--worker", worker.address,
                                   "--port", "0"], "tandem-coordinator")
             results = generate_concurrently(coordinator.port, self.requests, STREAM_TIMEOUT)
             self.check_streams(n, results)

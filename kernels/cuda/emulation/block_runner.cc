@@ -161,9 +161,10 @@ void BlockRunner::OnThreadExit(int t) {
   --live_;
   const int lane = t % kWarpSize;
   const int base = t - lane;
-  for (int u = base; u < base + kWarpSize && u < num_threads_; ++u) {
+  for (unsigned waiting = warps_[t / kWarpSize].at_warp; waiting != 0; waiting &= waiting - 1) {
+    const int u = base + std::countr_zero(waiting);
     const Thread& other = threads_[u];
-    if (other.state == State::kAtWarp && (other.arrival.mask >> lane & 1u)) {
+    if (other.arrival.mask >> lane & 1u) {
       Fatal(absl::StrFormat("%s: %s at %s: mask 0x%08x names lane %d (%s), which has exited",
                             Where(u), WarpOpName(other.arrival.op), SiteName(other.site),
                             other.arrival.mask, lane, ThreadName(t)));
@@ -210,9 +211,12 @@ void BlockRunner::CheckBarrierArrival(int t, const std::source_location& site) c
   }
   const int lane = t % kWarpSize;
   const int base = t - lane;
-  for (int u = base; u < base + kWarpSize && u < num_threads_; ++u) {
+  // Only lanes at a warp collective can name this one (WarpLanes::at_warp),
+  // usually none: every thread of the block passes here at every barrier.
+  for (unsigned waiting = warps_[t / kWarpSize].at_warp; waiting != 0; waiting &= waiting - 1) {
+    const int u = base + std::countr_zero(waiting);
     const Thread& other = threads_[u];
-    if (other.state == State::kAtWarp && (other.arrival.mask >> lane & 1u)) {
+    if (other.arrival.mask >> lane & 1u) {
       Fatal(absl::StrFormat(
           "%s: mismatched barriers: __syncthreads at %s while lane %d (%s) waits at %s at %s "
           "with mask 0x%08x naming this thread",

@@ -161,7 +161,7 @@ TEST(ModelShapesTest, UnknownShapeListsKnownOnes) {
   absl::StatusOr<ModelShape> shape = FindModelShape("llama4-1t");
   ASSERT_EQ(shape.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(shape.status().message().find("llama4-1t"), std::string::npos);
-  for (const char* known : {"llama3-8b", "llama2-7b", "smollm2-135m", "toy", "tiny"}) {
+  for (const char* known : {"llama3-8b", "llama2-7b", "smollm2-135m", "toy", "tiny", "toy-head"}) {
     EXPECT_NE(shape.status().message().find(known), std::string::npos) << known;
   }
 }
