@@ -39,8 +39,11 @@ stage fetch-model bash scripts/fetch-model.sh >/dev/null
 # and a nice-19 compile takes only that time. Its log is
 # build/sanitizer-builds.log; a failure there shows again, and fails, in the
 # tsan or asan stage, which builds what is left and runs the tests. It runs
-# in its own process group, so that a failed CTest stops all of it.
-setsid nice -n 19 bash scripts/test-sanitizers.sh --build-only thread address \
+# in its own session, so that a failed CTest stops all of it; where the
+# kernel groups a session's processes for scheduling (autogroup), nice works
+# only within the group, so the group itself is set to nice 19 as well.
+setsid bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null || true
+  exec nice -n 19 bash scripts/test-sanitizers.sh --build-only thread address' \
   > build/sanitizer-builds.log 2>&1 &
 prebuild=$!
 stage ctest ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900 || {
