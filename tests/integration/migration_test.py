@@ -93,6 +93,11 @@ def group_counters(port):
     return {g.address: g for g in stream_client.model_info(port).worker_groups}
 
 
+def generated_tokens(port):
+    """{address: tokens the group generated so far} from ModelInfo."""
+    return {a: g.num_generated_tokens for a, g in group_counters(port).items()}
+
+
 class TwoReplicaTest(unittest.TestCase):
     def setUp(self):
         self.workers = []
@@ -119,14 +124,19 @@ class TwoReplicaTest(unittest.TestCase):
 
     def wait_mid_decode(self, victim, proc, before):
         """Polls ModelInfo until `victim`'s group generated 64 more tokens
-        than `before` (requests are mid-decode there) while the other group
-        runs requests too."""
+        than before the run (`before`: {address: num_generated_tokens}) and
+        still has requests (they are mid-decode there), and every other
+        group has run requests of this run too. (Not necessarily still
+        running them: a victim much slower than the others, e.g. a TP group
+        in reference precision, may reach 64 tokens after they finished.)"""
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             self.assertIsNone(proc.poll(), "the run ended before the kill")
             groups = group_counters(self.coordinator.port)
             v = groups[victim]
-            if v.num_generated_tokens - before >= 64 and all(g.load > 0 for g in groups.values()):
+            others_served = all(g.load > 0 or g.num_generated_tokens > before[address]
+                                for address, g in groups.items() if address != victim)
+            if v.num_generated_tokens - before[victim] >= 64 and v.load > 0 and others_served:
                 return
             time.sleep(0.02)
         self.fail("the victim's group never got mid-decode")
@@ -141,7 +151,7 @@ class TwoReplicaTest(unittest.TestCase):
         self.assertEqual(len(want), STREAMS)
 
         victim = self.workers[0].address
-        before = group_counters(self.coordinator.port)[victim].num_generated_tokens
+        before = generated_tokens(self.coordinator.port)
         run = self.generate(path)
         self.wait_mid_decode(victim, run, before)
         self.workers[0].proc.send_signal(signal.SIGKILL)
@@ -240,7 +250,7 @@ class LostReplicaTest(unittest.TestCase):
         self.assertEqual(baseline.returncode, 0, err)
         want = parse_lines(out)
         victim = self.workers[0].address
-        before = group_counters(self.coordinator.port)[victim].num_generated_tokens
+        before = generated_tokens(self.coordinator.port)
         run = self.generate()
         TwoReplicaTest.wait_mid_decode(self, victim, run, before)
         os.kill(victim_pid() if victim_pid else self.workers[0].proc.pid, victim_signal)
