@@ -34,9 +34,9 @@ trap report EXIT
 # No GPU here: nvcc (when present) compiles the kernels for Hopper only.
 stage build bash scripts/build.sh -DTANDEM_SANITIZED_TESTS_IN_ALL=OFF -DTANDEM_CUDA_ARCHITECTURES=90
 stage fetch-model bash scripts/fetch-model.sh >/dev/null
-# The sanitizer builds compile meanwhile at the lowest priority: CTest's
-# tests leave cores idle while they wait (server start-up, probes, drains),
-# and a nice-19 compile takes only that time. Its log is
+# The sanitizer builds compile meanwhile at the lowest priority, taking only
+# the time CTest's tests leave idle (server start-up, probes, drains; little:
+# on CI's 2 cores most of them still build after CTest). Its log is
 # build/sanitizer-builds.log; a failure there shows again, and fails, in the
 # tsan or asan stage, which builds what is left and runs the tests. It runs
 # in its own session, so that a failed CTest stops all of it; where the

@@ -1,5 +1,8 @@
 #include "engine/model/model_shapes.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
@@ -8,7 +11,8 @@ namespace tandem::model {
 const std::vector<ModelShape>& KnownModelShapes() {
   // From each model's published config.json (Meta-Llama-3-8B, Llama-2-7b-hf,
   // SmolLM2-135M-Instruct).
-  static const auto* const kShapes = new std::vector<ModelShape>{
+  static const auto* const kShapes = [] {
+    auto* shapes = new std::vector<ModelShape>{
       {.name = "llama3-8b",
        .num_layers = 32,
        .hidden_dim = 4096,
@@ -78,25 +82,21 @@ const std::vector<ModelShape>& KnownModelShapes() {
        .rms_norm_eps = 1e-5f,
        .tied_output = false,
        .output_std = 0.3f},
-      // toy's layers over SmolLM2's vocabulary (--vocab-from its GGUF) with
-      // tiny's kind of output matrix: text and chat prompts tokenize as with
-      // the real model, and the peaked, untied head makes greedy tokens vary
-      // (toy's tied head mostly repeats the current token). What the CPU
-      // tensor-parallel proof test runs: ~12x less work per token than
-      // SmolLM2-135M, and the same head split over 2 and 3 ranks.
-      {.name = "toy-head",
-       .num_layers = 4,
-       .hidden_dim = 192,
-       .ffn_dim = 512,
-       .num_heads = 6,
-       .num_kv_heads = 3,
-       .vocab_size = 49152,
-       .context_length = 2048,
-       .rope_freq_base = 100000.0f,
-       .rms_norm_eps = 1e-5f,
-       .tied_output = false,
-       .output_std = 0.3f},
-  };
+    };
+    // toy's layers over SmolLM2's vocabulary (--vocab-from its GGUF) with
+    // tiny's kind of output matrix: text and chat prompts tokenize as with
+    // the real model, and the peaked, untied head makes greedy tokens vary
+    // (toy's tied head mostly repeats the current token). What the CPU
+    // tensor-parallel proof test runs: ~12x less work per token than
+    // SmolLM2-135M, and the same head split over 2 and 3 ranks.
+    ModelShape toy_head = *std::find_if(shapes->begin(), shapes->end(),
+                                        [](const ModelShape& s) { return s.name == "toy"; });
+    toy_head.name = "toy-head";
+    toy_head.tied_output = false;
+    toy_head.output_std = 0.3f;
+    shapes->push_back(std::move(toy_head));
+    return shapes;
+  }();
   return *kShapes;
 }
 
