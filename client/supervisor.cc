@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "client/commands/health_command.h"
+#include "client/health_check.h"
 #include "common/status_macros.h"
 
 namespace tandem::client {

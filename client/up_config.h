@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "client/commands/up_command.h"
+#include "client/up_options.h"
 
 namespace tandem::client {
 

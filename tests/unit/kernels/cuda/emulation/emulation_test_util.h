@@ -46,11 +46,20 @@ class DeviceBuffer {
   T* data_ = nullptr;
 };
 
+// The orders every small-shape kernel test runs in. Under TSan two of them:
+// a missing barrier is a race there whatever the order (TSan checks
+// happens-before, not results), so the other orders, which catch a result
+// that changes with the order, run in the ASan build, where a test costs a
+// fraction of TSan's vector clocks at every barrier.
 inline std::vector<ExecutionOrder> TestOrders() {
+#if defined(__SANITIZE_THREAD__)
+  return {{ExecutionOrder::Kind::kSequential, 0}, {ExecutionOrder::Kind::kRandom, 1}};
+#else
   return {{ExecutionOrder::Kind::kSequential, 0},
           {ExecutionOrder::Kind::kReverse, 0},
           {ExecutionOrder::Kind::kRandom, 1},
           {ExecutionOrder::Kind::kRandom, 7}};
+#endif
 }
 
 inline std::string OrderTestName(const ::testing::TestParamInfo<ExecutionOrder>& info) {
