@@ -3,7 +3,8 @@
 # runs (a sanitizer build of the whole tree would double CI's build time):
 #
 #   address  build-asan/: AddressSanitizer + UndefinedBehaviorSanitizer (leaks
-#            on) over every unit test (CTest label unit), the CUDA emulation's
+#            on; UBSan without its pointer checks, cmake/TandemSanitize.cmake)
+#            over every unit test (CTest label unit), the CUDA emulation's
 #            tests (cuda_emulation) and one cluster integration test with real
 #            processes (migration_integration_test: a coordinator, two workers,
 #            24 mixed streams, a SIGKILL; its load comes from the main
