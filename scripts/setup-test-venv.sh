@@ -3,7 +3,8 @@
 # run in (tests/integration/), with grpcio, grpcio-tools (the stubs of proto/
 # are generated with its protoc at test time), grpcio-health-checking
 # (grpc.health.v1) and protobuf, the `openai` SDK (the HTTP API's tests) and
-# prometheus-client (its /metrics parser), pinned, from PyPI; then tandem's own
+# prometheus-client (its /metrics parser), NVIDIA's cuobjdump and nvdisasm
+# (the SASS gates, scripts/sass_gates.py), pinned, from PyPI; then tandem's own
 # Python SDK, tandem-client, from the working tree (client/python, stubs from
 # proto/), through which the tests speak the coordinator's public API.
 # Idempotent (scripts/pinned_venv.sh): pip runs only when the venv is missing
@@ -25,6 +26,8 @@ pins=(
   typing-extensions==4.16.0
   openai==3.57.0
   prometheus-client==0.26.0
+  nvidia-cuda-cuobjdump==13.5.37
+  nvidia-cuda-nvdisasm==13.5.37
 )
 source "$root/scripts/pinned_venv.sh"
 pinned_venv "$venv" "" "${pins[@]}"

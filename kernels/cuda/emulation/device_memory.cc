@@ -80,6 +80,11 @@ bool DeviceMemory::Contains(const void* p, std::size_t bytes) const {
   return address - it->first < it->second && bytes <= it->second - (address - it->first);
 }
 
+std::vector<std::pair<std::uintptr_t, std::size_t>> DeviceMemory::Allocations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {allocations_.begin(), allocations_.end()};
+}
+
 std::size_t DeviceMemory::used_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return used_bytes_;

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 
@@ -38,6 +40,9 @@ class DeviceMemory {
   bool Contains(const void* p, std::size_t bytes) const;
   // Whether p points into any live allocation.
   bool IsDevicePointer(const void* p) const { return Contains(p, 1); }
+
+  // The live allocations: (start address, bytes).
+  std::vector<std::pair<std::uintptr_t, std::size_t>> Allocations() const;
 
   std::size_t used_bytes() const;
   std::size_t capacity_bytes() const;

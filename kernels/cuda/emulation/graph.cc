@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cuda/emulation/counters.h"
 #include "kernels/cuda/emulation/runtime_api.h"
 
 // A captured graph and its executable form: the recorded operations.
@@ -124,10 +125,16 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
     tandem::cuda_emu::InvalidateCapture(stream);
     return RecordError(cudaErrorStreamCaptureUnsupported);
   }
+  namespace counters = tandem::cuda_emu::counters_internal;
+  counters::OnGraphLaunch(static_cast<int64_t>(exec->operations.size()));
+  counters::SetReplayingGraph(true);
+  cudaError_t status = cudaSuccess;
   for (const tandem::cuda_emu::GraphOperation& operation : exec->operations) {
-    if (const cudaError_t error = operation(); error != cudaSuccess) return RecordError(error);
+    status = operation();
+    if (status != cudaSuccess) break;
   }
-  return cudaSuccess;
+  counters::SetReplayingGraph(false);
+  return RecordError(status);
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {

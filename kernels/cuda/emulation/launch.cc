@@ -14,6 +14,7 @@
 #include "kernels/cuda/emulation/block_runner.h"
 #include "kernels/cuda/emulation/device_memory.h"
 #include "kernels/cuda/emulation/execution_order.h"
+#include "kernels/cuda/emulation/launch_counting.h"
 #include "kernels/cuda/emulation/runtime_api.h"
 
 namespace tandem::cuda_emu {
@@ -95,6 +96,8 @@ cudaError_t SetMaxDynamicSharedBytes(const void* kernel, int bytes) {
 
 void LaunchKernel(const LaunchConfig& config, const std::function<void()>& kernel_body) {
   if (RecordError(CheckConfig(config)) != cudaSuccess) return;
+  LaunchCounting counting(LaunchCountingInfo{config.kernel_name, config.grid, config.block,
+                                             config.dynamic_shared_bytes, config.flops});
   const ExecutionOrder order = CurrentExecutionOrder();
   const dim3& g = config.grid;
   for (uint64_t linear : BlockOrder(uint64_t{g.x} * g.y * g.z, order)) {
@@ -105,7 +108,9 @@ void LaunchKernel(const LaunchConfig& config, const std::function<void()>& kerne
     BlockRunner runner(
         BlockSpec{config.kernel_name, config.grid, config.block, block_idx, shared.data, order},
         kernel_body);
+    counting.BeginBlock(linear, shared.data);
     runner.Run();
+    counting.EndBlock();
   }
 }
 

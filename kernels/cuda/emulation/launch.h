@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "kernels/cuda/emulation/counters.h"
 #include "kernels/cuda/emulation/cuda_types.h"
 #include "kernels/cuda/emulation/graph.h"
 
@@ -34,6 +35,7 @@ struct LaunchConfig {
   dim3 block;
   std::size_t dynamic_shared_bytes = 0;
   cudaStream_t stream = nullptr;
+  double flops = 0;  // declared by TANDEM_LAUNCH_FLOPS (counters.h)
 };
 
 // Checks `config` and runs `kernel_body` once per CUDA thread of the grid.
@@ -48,8 +50,10 @@ void Launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "TANDEM_LAUNCH: the argument count differs from the kernel's parameter count");
   std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
-  const LaunchConfig config{name, reinterpret_cast<const void*>(kernel), grid, block,
-                            dynamic_shared_bytes, stream};
+  const LaunchConfig config{name,   reinterpret_cast<const void*>(kernel),
+                            grid,   block,
+                            dynamic_shared_bytes, stream,
+                            counters_internal::TakeDeclaredFlops()};
   // Captured: the parameters are copied into the graph, as CUDA does.
   if (IsCapturing(stream) && RecordIfCapturing(stream, [config, kernel, params] {
         LaunchKernel(config, [&] { std::apply(kernel, params); });

@@ -3,11 +3,16 @@
 #include "kernels/cuda/emulation/graph.h"
 
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <mutex>
 #include <set>
 
 #include "absl/base/thread_annotations.h"
+#include "kernels/cuda/emulation/counters.h"
 #include "kernels/cuda/emulation/device_memory.h"
 
 struct CUstream_st {};
@@ -86,6 +91,55 @@ cudaError_t CheckCopy(void* dst, const void* src, std::size_t bytes, cudaMemcpyK
   return valid ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+// cudaMallocHost's allocations (start -> bytes).
+struct PinnedMemory {
+  std::mutex mutex;
+  std::map<std::uintptr_t, std::size_t> allocations ABSL_GUARDED_BY(mutex);
+
+  bool Contains(const void* p) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = allocations.upper_bound(a);
+    return it != allocations.begin() && a < std::prev(it)->first + std::prev(it)->second;
+  }
+};
+
+PinnedMemory& Pinned() {
+  static PinnedMemory* pinned = new PinnedMemory();
+  return *pinned;
+}
+
+// Counts a checked copy by where its ends are (counters.h).
+void CountCopy(void* dst, const void* src, std::size_t bytes) {
+  if (!CountersEnabled()) return;
+  const bool from_device = !IsHostPointer(src);
+  const bool to_device = !IsHostPointer(dst);
+  CopyDirection direction = CopyDirection::kHostToHost;
+  const void* host = nullptr;
+  if (from_device && to_device) {
+    direction = CopyDirection::kDeviceToDevice;
+  } else if (to_device) {
+    direction = CopyDirection::kHostToDevice;
+    host = src;
+  } else if (from_device) {
+    direction = CopyDirection::kDeviceToHost;
+    host = dst;
+  }
+  const bool pinned = host != nullptr && Pinned().Contains(host);
+  counters_internal::OnCopy(direction, pinned, bytes);
+}
+
+// A copy as a stream runs it: checked, done, counted.
+cudaError_t CopyNow(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return cudaSuccess;
+  if (dst == nullptr || src == nullptr) return RecordError(cudaErrorInvalidValue);
+  const cudaError_t error = CheckCopy(dst, src, bytes, kind);
+  if (error != cudaSuccess) return RecordError(error);
+  std::memmove(dst, src, bytes);
+  CountCopy(dst, src, bytes);
+  return cudaSuccess;
+}
+
 }  // namespace
 
 bool IsValidStream(cudaStream_t stream) { return stream == nullptr || Streams().Contains(stream); }
@@ -111,26 +165,49 @@ cudaError_t cudaFree(void* ptr) {
   return RecordError(DeviceMemory::Get().Free(ptr) ? cudaSuccess : cudaErrorInvalidValue);
 }
 
-cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
-  if (bytes == 0) return cudaSuccess;
-  if (dst == nullptr || src == nullptr) return RecordError(cudaErrorInvalidValue);
-  const cudaError_t error = tandem::cuda_emu::CheckCopy(dst, src, bytes, kind);
-  if (error != cudaSuccess) return RecordError(error);
-  std::memmove(dst, src, bytes);
+cudaError_t cudaMallocHost(void** ptr, std::size_t bytes) {
+  if (ptr == nullptr) return RecordError(cudaErrorInvalidValue);
+  *ptr = bytes == 0 ? nullptr : std::malloc(bytes);
+  if (*ptr == nullptr) return RecordError(bytes == 0 ? cudaSuccess : cudaErrorMemoryAllocation);
+  tandem::cuda_emu::PinnedMemory& pinned = tandem::cuda_emu::Pinned();
+  std::lock_guard<std::mutex> lock(pinned.mutex);
+  pinned.allocations[reinterpret_cast<std::uintptr_t>(*ptr)] = bytes;
   return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  if (ptr == nullptr) return cudaSuccess;
+  tandem::cuda_emu::PinnedMemory& pinned = tandem::cuda_emu::Pinned();
+  {
+    std::lock_guard<std::mutex> lock(pinned.mutex);
+    if (pinned.allocations.erase(reinterpret_cast<std::uintptr_t>(ptr)) != 1) {
+      return RecordError(cudaErrorInvalidValue);
+    }
+  }
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  // Blocking: the host waits for the device (a graph's replayed copy does not).
+  if (!tandem::cuda_emu::counters_internal::ReplayingGraph()) {
+    tandem::cuda_emu::counters_internal::OnHostSync();
+  }
+  return tandem::cuda_emu::CopyNow(dst, src, bytes, kind);
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
   if (!tandem::cuda_emu::IsValidStream(stream)) return RecordError(cudaErrorInvalidResourceHandle);
-  return tandem::cuda_emu::RunOrRecord(stream,
-                                       [=] { return cudaMemcpy(dst, src, bytes, kind); });
+  return tandem::cuda_emu::RunOrRecord(
+      stream, [=] { return tandem::cuda_emu::CopyNow(dst, src, bytes, kind); });
 }
 
 cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   if (!DeviceMemory::Get().Contains(ptr, bytes)) return RecordError(cudaErrorInvalidValue);
   std::memset(ptr, value, bytes);
+  tandem::cuda_emu::counters_internal::OnMemset(bytes);
   return cudaSuccess;
 }
 
@@ -169,6 +246,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     tandem::cuda_emu::InvalidateCapture(stream);
     return RecordError(cudaErrorStreamCaptureUnsupported);
   }
+  tandem::cuda_emu::counters_internal::OnHostSync();
   return cudaSuccess;
 }
 
@@ -189,6 +267,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  tandem::cuda_emu::counters_internal::OnHostSync();
   return RecordError(tandem::cuda_emu::Events().Contains(event) ? cudaSuccess
                                                                 : cudaErrorInvalidResourceHandle);
 }
@@ -211,7 +290,10 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  tandem::cuda_emu::counters_internal::OnHostSync();
+  return cudaSuccess;
+}
 
 namespace {
 thread_local int current_device = 0;

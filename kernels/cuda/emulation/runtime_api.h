@@ -23,6 +23,11 @@ cudaError_t cudaMalloc(T** ptr, std::size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(ptr), bytes);
 }
 cudaError_t cudaFree(void* ptr);
+// Page-locked host memory: ordinary host memory under emulation, but copies
+// from and to it count as pinned (counters.h), as on a GPU, where pageable
+// copies are staged and synchronous.
+cudaError_t cudaMallocHost(void** ptr, std::size_t bytes);
+cudaError_t cudaFreeHost(void* ptr);
 // Device-side ranges must lie inside one cudaMalloc allocation and host-side
 // pointers outside all of them (cudaErrorInvalidValue otherwise).
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);

@@ -5,7 +5,9 @@
 #include <memory>
 
 #include "common/status_macros.h"
+#include "kernels/cuda/emulation/counters.h"
 #include "kernels/cuda/emulation/graph.h"
+#include "kernels/cuda/emulation/runtime_api.h"
 #include "kernels/cuda/gemm/gemm_library.h"
 #include "kernels/cuda/gemm/gemm_operands.cuh"
 #include "kernels/cuda/runtime/cuda_error.cuh"
@@ -17,6 +19,35 @@
 
 namespace tandem::cuda {
 namespace {
+
+// Counts what gemm_cublas.cc's calls for `w` would move (counters.h):
+// F32 weights: one cublasSgemm; BF16: one cublasGemmEx on bf16 operands
+// (the activations' rounding is a kernel that runs here too); the 4- and
+// 8-bit types and F16: a dequantization of the whole weight to f32
+// (DequantizeWeight, not run here: MatMul reads the blocks itself), then
+// cublasSgemm on it.
+void CountAsCublas(const kernels::WeightView& w, int64_t n) {
+  namespace counters = cuda_emu::counters_internal;
+  if (!cuda_emu::CountersEnabled()) return;
+  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(w.rows * w.cols);
+  const int64_t out_bytes = n * w.rows * int64_t{sizeof(float)};
+  const int64_t dense_f32 = w.rows * w.cols * int64_t{sizeof(float)};
+  switch (w.type) {
+    case gguf::GgmlType::kF32:
+      counters::OnLibraryGemm("cublasSgemm", flops, w.rows * w.row_bytes + n * w.cols * 4,
+                              out_bytes);
+      return;
+    case gguf::GgmlType::kBF16:
+      counters::OnLibraryGemm("cublasGemmEx(bf16)", flops, w.rows * w.row_bytes + n * w.cols * 2,
+                              out_bytes);
+      return;
+    default:
+      counters::OnLibraryGemm("DequantizeWeight (counted, not run)", 0, w.rows * w.row_bytes,
+                              dense_f32);
+      counters::OnLibraryGemm("cublasSgemm", flops, dense_f32 + n * w.cols * 4, out_bytes);
+      return;
+  }
+}
 
 class EmulatedGemmLibrary final : public GemmLibrary {
  public:
@@ -34,6 +65,7 @@ class EmulatedGemmLibrary final : public GemmLibrary {
     host_view.packed = nullptr;  // Gemm's contract: w.packed is not read
     ThreadPool* pool = pool_;
     auto multiply = [host_view, input, n, y, pool] {
+      CountAsCublas(host_view, n);
       kernels::MatMul(host_view, input, n, y,
                       {.isa = kernels::BestIsa(), .quantize_activations = false}, pool);
       return cudaSuccess;
@@ -42,11 +74,13 @@ class EmulatedGemmLibrary final : public GemmLibrary {
     // runs at each replay, on what x holds then.
     if (cuda_emu::RecordIfCapturing(stream_, multiply)) return absl::OkStatus();
     // The CPU reads x, w and y as soon as it is called, so the stream's
-    // earlier work must be complete. Under emulation every launch and copy
-    // has run to completion when its call returns (runtime_api.h), so this
-    // synchronization has nothing to wait for; it states the requirement
-    // and reports an invalid stream.
-    RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "Gemm: cudaStreamSynchronize"));
+    // earlier work must be complete: under emulation every launch and copy
+    // has run to completion when its call returns (runtime_api.h). Not a
+    // cudaStreamSynchronize, which would count as a host sync that cuBLAS
+    // does not make (counters.h).
+    if (!cuda_emu::IsValidStream(stream_)) {
+      return CudaStatus(cudaErrorInvalidResourceHandle, "Gemm: the stream");
+    }
     multiply();
     return absl::OkStatus();
   }

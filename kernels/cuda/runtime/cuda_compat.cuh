@@ -36,6 +36,10 @@
 //   name` pointing at the block's dynamic shared memory (smem_bytes of the
 //   launch, 16-byte aligned). Never `extern __shared__` directly. Under
 //   emulation it is filled with 0xFF bytes at the start of every block.
+// - TANDEM_LAUNCH_FLOPS(flops) right before a TANDEM_LAUNCH: the floating-
+//   point operations that launch performs (multiply-add = 2), for the
+//   emulator's counters (kernels/cuda/emulation/counters.h); nothing under
+//   nvcc.
 // - TANDEM_UNROLL before a loop of constant trip count that indexes a
 //   register array: nvcc's `#pragma unroll` (a run-time index would move the
 //   array to local memory); nothing under emulation.
@@ -53,6 +57,7 @@
 
 #define TANDEM_LAUNCH(kernel, grid, block, smem_bytes, stream, ...) \
   kernel<<<(grid), (block), (smem_bytes), (stream)>>>(__VA_ARGS__)
+#define TANDEM_LAUNCH_FLOPS(flops) ((void)0)
 
 #define TANDEM_DYNAMIC_SHARED(type, name)                                       \
   extern __shared__ __align__(16) unsigned char tandem_dynamic_shared_##name[]; \
@@ -87,6 +92,7 @@
 
 #define TANDEM_DYNAMIC_SHARED(type, name) \
   type* name = reinterpret_cast<type*>(::tandem::cuda_emu::DynamicSharedMemory())
+#define TANDEM_LAUNCH_FLOPS(flops) ::tandem::cuda_emu::DeclareLaunchFlops(flops)
 
 #endif
 
