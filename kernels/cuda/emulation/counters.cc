@@ -13,6 +13,7 @@ namespace {
 std::atomic<bool> enabled{false};
 std::atomic<bool> access_linked{false};
 thread_local double declared_flops = 0;
+thread_local const char* declared_name = nullptr;
 thread_local bool replaying_graph = false;
 
 struct Registry {
@@ -47,13 +48,15 @@ bool On() { return enabled.load(std::memory_order_relaxed); }
 }  // namespace
 
 double MemoryCounters::Coalescing() const {
-  return sectors == 0 ? 1.0 : static_cast<double>(bytes) / (static_cast<double>(sectors) * 32.0);
+  return sectors == 0 ? 1.0
+                      : static_cast<double>(unique_bytes) / (static_cast<double>(sectors) * 32.0);
 }
 
 void MemoryCounters::Add(const MemoryCounters& other) {
   requests += other.requests;
   lane_accesses += other.lane_accesses;
   bytes += other.bytes;
+  unique_bytes += other.unique_bytes;
   sectors += other.sectors;
   wavefronts += other.wavefronts;
   phases += other.phases;
@@ -117,6 +120,8 @@ bool AccessCountingLinked() { return access_linked.load(std::memory_order_relaxe
 
 void DeclareLaunchFlops(double flops) { declared_flops = flops; }
 
+void DeclareLaunchName(const char* name) { declared_name = name; }
+
 namespace counters_internal {
 
 double TakeDeclaredFlops() {
@@ -157,18 +162,27 @@ void OnGraphLaunch(int64_t nodes) {
   r.runtime.graph_nodes += nodes;
 }
 
+const char* TakeDeclaredName(const char* fallback) {
+  const char* name = declared_name != nullptr ? declared_name : fallback;
+  declared_name = nullptr;
+  return name;
+}
+
 bool ReplayingGraph() { return replaying_graph; }
 
 void SetReplayingGraph(bool replaying) { replaying_graph = replaying; }
 
-void OnLibraryGemm(const char* name, double flops, int64_t read_bytes, int64_t written_bytes) {
+void OnLibraryGemm(const std::string& name, double flops, int64_t read_bytes,
+                   int64_t written_bytes) {
   if (!On()) return;
   KernelCounters launch;
   launch.name = name;
   launch.flops = flops;
   launch.global_loads.bytes = read_bytes;
+  launch.global_loads.unique_bytes = read_bytes;
   launch.global_loads.sectors = (read_bytes + 31) / 32;
   launch.global_stores.bytes = written_bytes;
+  launch.global_stores.unique_bytes = written_bytes;
   launch.global_stores.sectors = (written_bytes + 31) / 32;
   launch.dram_bytes = launch.global_loads.sectors * 32 + launch.global_stores.sectors * 32;
   AddLaunch(launch, ReplayingGraph());

@@ -11,8 +11,9 @@
 //   cudaMemcpy), graph launches and the nodes they replay, copies by
 //   direction, count and bytes, their host side pinned (cudaMallocHost) or
 //   pageable, memsets; and the FLOPs a launch declares (TANDEM_LAUNCH_FLOPS,
-//   or the GEMM library's stand-in, which counts 2·m·n·k and its operands'
-//   bytes as one "gemm" launch).
+//   or the GEMM library's stand-in, which counts the cuBLAS call it stands
+//   for, 2·m·n·k FLOPs and its operands' bytes, as a launch named after the
+//   call and the weight's shape: "cublasGemmEx(bf16) [rows x cols]").
 // - memory accesses, only in code built with the access instrumentation
 //   (access_hooks.cc: the compiler's -fsanitize=thread instrumentation,
 //   with the hooks defined here instead of by TSan; the profiled kernel
@@ -24,8 +25,9 @@
 //   warp into requests the way a GPU issues them: the k-th execution of
 //   one instruction (its address in the emulated code) by the lanes of one
 //   warp is one request. A global request touches the distinct 32-byte
-//   sectors of its lanes' bytes (coalescing efficiency = bytes requested /
-//   (sectors × 32)); a shared request takes as many wavefronts as the
+//   sectors of its lanes' bytes (coalescing efficiency = distinct bytes
+//   requested / (sectors × 32), at most 1: a broadcast uses its one sector
+//   fully); a shared request takes as many wavefronts as the
 //   largest number of distinct 4-byte words its lanes address in one of the
 //   32 banks, per phase of 128 bytes (a request of 8-byte accesses runs in
 //   two phases of 16 lanes, of 16-byte ones in four of 8 lanes), so
@@ -61,13 +63,15 @@ struct MemoryCounters {
   int64_t requests = 0;  // (instruction, warp) executions
   int64_t lane_accesses = 0;
   int64_t bytes = 0;       // what the lanes asked for
+  int64_t unique_bytes = 0;  // of those, distinct per request (a broadcast's once)
   int64_t sectors = 0;     // global: distinct 32-byte sectors per request, summed
   int64_t wavefronts = 0;  // shared: bank passes per request, summed
   int64_t phases = 0;      // shared: the passes without conflicts, summed
   // Requests by the widest access of their lanes: 1, 2, 4, 8, 16 bytes.
   std::array<int64_t, 5> requests_by_width{};
 
-  // bytes / (sectors × 32); 1 when no sector was touched.
+  // unique_bytes / (sectors × 32): the share of each fetched sector used;
+  // 1 when no sector was touched.
   double Coalescing() const;
   int64_t BankConflicts() const { return wavefronts - phases; }
   void Add(const MemoryCounters& other);
@@ -139,10 +143,16 @@ bool AccessCountingLinked();
 // The FLOPs of the next kernel launch issued by the calling host thread
 // (TANDEM_LAUNCH_FLOPS). A captured launch keeps them for every replay.
 void DeclareLaunchFlops(double flops);
+// The name the next launch of the calling host thread is counted under
+// (TANDEM_LAUNCH_NAME; `name` must outlive the counting: a literal), in
+// place of the kernel expression's text.
+void DeclareLaunchName(const char* name);
 
 // Hooks of the emulation runtime (internal to kernels/cuda/emulation).
 namespace counters_internal {
 double TakeDeclaredFlops();
+// The declared name of this launch, or `fallback`.
+const char* TakeDeclaredName(const char* fallback);
 void OnHostSync();
 void OnCopy(CopyDirection direction, bool pinned, std::size_t bytes);
 void OnMemset(std::size_t bytes);
@@ -152,7 +162,8 @@ bool ReplayingGraph();
 void SetReplayingGraph(bool replaying);
 // The GEMM library's stand-in: one launch of `name` reading `read_bytes`
 // and writing `written_bytes`, fully coalesced.
-void OnLibraryGemm(const char* name, double flops, int64_t read_bytes, int64_t written_bytes);
+void OnLibraryGemm(const std::string& name, double flops, int64_t read_bytes,
+                   int64_t written_bytes);
 // The sampling stride of the counting in force (CounterOptions).
 int BlockStride();
 // Adds one launch (launches = 1 and what it did) to its kernel's counters;

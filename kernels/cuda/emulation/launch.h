@@ -50,7 +50,8 @@ void Launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "TANDEM_LAUNCH: the argument count differs from the kernel's parameter count");
   std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
-  const LaunchConfig config{name,   reinterpret_cast<const void*>(kernel),
+  const LaunchConfig config{counters_internal::TakeDeclaredName(name),
+                            reinterpret_cast<const void*>(kernel),
                             grid,   block,
                             dynamic_shared_bytes, stream,
                             counters_internal::TakeDeclaredFlops()};

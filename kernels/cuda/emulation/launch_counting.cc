@@ -126,6 +126,22 @@ int64_t AddSectors(const Request& r, std::vector<uint64_t>* launch_sectors) {
   return static_cast<int64_t>(sectors.size());
 }
 
+// The distinct bytes a request's lanes touch (overlaps, as in a broadcast,
+// once).
+int64_t UniqueBytes(const Request& r) {
+  absl::InlinedVector<std::pair<uintptr_t, uintptr_t>, kWarpLanes> spans;
+  for (const LaneAccess& a : r.lanes) spans.emplace_back(a.address, a.address + a.bytes);
+  std::sort(spans.begin(), spans.end());
+  int64_t total = 0;
+  uintptr_t covered = 0;  // end of what was counted
+  for (const auto& [begin, end] : spans) {
+    const uintptr_t from = std::max(begin, covered);
+    if (end > from) total += static_cast<int64_t>(end - from);
+    covered = std::max(covered, end);
+  }
+  return total;
+}
+
 // Shared memory: per phase (128 bytes of lanes' accesses), the most
 // distinct 4-byte words that one bank serves. Adds wavefronts and phases.
 void AddWavefronts(const Request& r, uint32_t width, MemoryCounters* c) {
@@ -243,6 +259,7 @@ void LaunchCounting::Launch::FinishBlock() {
     ++c->requests;
     ++c->requests_by_width[WidthIndex(width)];
     c->lane_accesses += static_cast<int64_t>(request.lanes.size());
+    c->unique_bytes += UniqueBytes(request);
     for (const LaneAccess& a : request.lanes) c->bytes += a.bytes;
   }
   requests.clear();

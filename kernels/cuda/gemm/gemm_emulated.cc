@@ -3,7 +3,9 @@
 // memory directly (it is host memory). The one place the emulated build
 // substitutes a library.
 #include <memory>
+#include <string>
 
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "kernels/cuda/emulation/counters.h"
 #include "kernels/cuda/emulation/graph.h"
@@ -29,22 +31,24 @@ namespace {
 void CountAsCublas(const kernels::WeightView& w, int64_t n) {
   namespace counters = cuda_emu::counters_internal;
   if (!cuda_emu::CountersEnabled()) return;
+  const std::string shape = absl::StrFormat(" [%d x %d]", w.rows, w.cols);
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(w.rows * w.cols);
   const int64_t out_bytes = n * w.rows * int64_t{sizeof(float)};
   const int64_t dense_f32 = w.rows * w.cols * int64_t{sizeof(float)};
   switch (w.type) {
     case gguf::GgmlType::kF32:
-      counters::OnLibraryGemm("cublasSgemm", flops, w.rows * w.row_bytes + n * w.cols * 4,
+      counters::OnLibraryGemm("cublasSgemm" + shape, flops, w.rows * w.row_bytes + n * w.cols * 4,
                               out_bytes);
       return;
     case gguf::GgmlType::kBF16:
-      counters::OnLibraryGemm("cublasGemmEx(bf16)", flops, w.rows * w.row_bytes + n * w.cols * 2,
-                              out_bytes);
+      counters::OnLibraryGemm("cublasGemmEx(bf16)" + shape, flops,
+                              w.rows * w.row_bytes + n * w.cols * 2, out_bytes);
       return;
     default:
-      counters::OnLibraryGemm("DequantizeWeight (counted, not run)", 0, w.rows * w.row_bytes,
-                              dense_f32);
-      counters::OnLibraryGemm("cublasSgemm", flops, dense_f32 + n * w.cols * 4, out_bytes);
+      counters::OnLibraryGemm("DequantizeWeight (counted, not run)" + shape, 0,
+                              w.rows * w.row_bytes, dense_f32);
+      counters::OnLibraryGemm("cublasSgemm" + shape, flops, dense_f32 + n * w.cols * 4,
+                              out_bytes);
       return;
   }
 }

@@ -209,6 +209,8 @@ using GemvKernelFn = void (*)(const uint8_t*, int64_t, int64_t, int64_t, const f
 absl::Status LaunchRows(GemvKernelFn kernel, const char* name, const kernels::WeightView& w,
                         const float* x, int64_t n, float* y, cudaStream_t stream) {
   const int64_t blocks = (w.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  TANDEM_LAUNCH_NAME(name);  // not "kernel" (the variable) in the emulator's counters
+  TANDEM_LAUNCH_FLOPS(2.0 * static_cast<double>(n) * static_cast<double>(w.rows * w.cols));
   TANDEM_LAUNCH(kernel, static_cast<unsigned>(blocks), kRowsPerBlock * kWarpSize, 0, stream,
                 static_cast<const uint8_t*>(w.data), w.rows, w.cols, w.row_bytes, x,
                 static_cast<int>(n), y);

@@ -39,7 +39,8 @@
 // - TANDEM_LAUNCH_FLOPS(flops) right before a TANDEM_LAUNCH: the floating-
 //   point operations that launch performs (multiply-add = 2), for the
 //   emulator's counters (kernels/cuda/emulation/counters.h); nothing under
-//   nvcc.
+//   nvcc. TANDEM_LAUNCH_NAME("Name") likewise names the next launch in the
+//   counters where the kernel is a variable (TANDEM_LAUNCH(kernel, ...)).
 // - TANDEM_UNROLL before a loop of constant trip count that indexes a
 //   register array: nvcc's `#pragma unroll` (a run-time index would move the
 //   array to local memory); nothing under emulation.
@@ -58,6 +59,7 @@
 #define TANDEM_LAUNCH(kernel, grid, block, smem_bytes, stream, ...) \
   kernel<<<(grid), (block), (smem_bytes), (stream)>>>(__VA_ARGS__)
 #define TANDEM_LAUNCH_FLOPS(flops) ((void)0)
+#define TANDEM_LAUNCH_NAME(name) ((void)0)
 
 #define TANDEM_DYNAMIC_SHARED(type, name)                                       \
   extern __shared__ __align__(16) unsigned char tandem_dynamic_shared_##name[]; \
@@ -93,6 +95,7 @@
 #define TANDEM_DYNAMIC_SHARED(type, name) \
   type* name = reinterpret_cast<type*>(::tandem::cuda_emu::DynamicSharedMemory())
 #define TANDEM_LAUNCH_FLOPS(flops) ::tandem::cuda_emu::DeclareLaunchFlops(flops)
+#define TANDEM_LAUNCH_NAME(name) ::tandem::cuda_emu::DeclareLaunchName(name)
 
 #endif
 

@@ -50,6 +50,7 @@ TEST_F(CountersTest, CoalescingOfStridedLoads) {
     EXPECT_EQ(k.global_loads.requests, 1);
     EXPECT_EQ(k.global_loads.lane_accesses, kCounterLanes);
     EXPECT_EQ(k.global_loads.bytes, 128);
+    EXPECT_EQ(k.global_loads.unique_bytes, 128);
     EXPECT_EQ(k.global_loads.sectors, sectors);
     EXPECT_DOUBLE_EQ(k.global_loads.Coalescing(), 4.0 / sectors);
     EXPECT_EQ(k.global_loads.requests_by_width[kWidth4], 1);
@@ -115,6 +116,8 @@ TEST_F(CountersTest, SharedBroadcastHasNoConflict) {
   EXPECT_EQ(k.shared_loads.lane_accesses, kCounterLanes);
   EXPECT_EQ(k.shared_loads.wavefronts, 1);
   EXPECT_EQ(k.shared_loads.BankConflicts(), 0);
+  EXPECT_EQ(k.shared_loads.bytes, 4 * kCounterLanes);
+  EXPECT_EQ(k.shared_loads.unique_bytes, 4);  // one word for every lane
 }
 
 TEST_F(CountersTest, AtomicsAreCountedApart) {
@@ -140,7 +143,11 @@ TEST_F(CountersTest, SampledBlocksAreScaled) {
   EXPECT_EQ(k.threads, 8 * kCounterLanes);
 }
 
-TEST_F(CountersTest, CopiesSyncsAndGraphs) {
+constexpr int kH2d = static_cast<int>(CopyDirection::kHostToDevice);
+constexpr int kD2h = static_cast<int>(CopyDirection::kDeviceToHost);
+constexpr int kD2d = static_cast<int>(CopyDirection::kDeviceToDevice);
+
+TEST_F(CountersTest, CopiesAndSyncs) {
   DeviceBuffer<float> device(1024), device2(1024);
   std::vector<float> host(1024, 1.0f);
   void* pinned = nullptr;
@@ -148,26 +155,30 @@ TEST_F(CountersTest, CopiesSyncsAndGraphs) {
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   ResetCounters();
-
   ASSERT_EQ(cudaMemcpy(device.get(), host.data(), 4096, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpyAsync(pinned, device.get(), 4096, cudaMemcpyDeviceToHost, stream),
             cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   ASSERT_EQ(cudaMemsetAsync(device2.get(), 0, 4096, stream), cudaSuccess);
-  RuntimeCounters r = ReadCounters().runtime;
-  const auto h2d = static_cast<int>(CopyDirection::kHostToDevice);
-  const auto d2h = static_cast<int>(CopyDirection::kDeviceToHost);
-  const auto d2d = static_cast<int>(CopyDirection::kDeviceToDevice);
-  EXPECT_EQ(r.copies[h2d][0].count, 1);  // pageable
-  EXPECT_EQ(r.copies[h2d][0].bytes, 4096);
-  EXPECT_EQ(r.copies[h2d][1].count, 0);
-  EXPECT_EQ(r.copies[d2h][1].count, 1);  // pinned
-  EXPECT_EQ(r.copies[d2h][1].bytes, 4096);
+  const RuntimeCounters r = ReadCounters().runtime;
+  EXPECT_EQ(r.copies[kH2d][0].count, 1);  // pageable
+  EXPECT_EQ(r.copies[kH2d][0].bytes, 4096);
+  EXPECT_EQ(r.copies[kH2d][1].count, 0);
+  EXPECT_EQ(r.copies[kD2h][1].count, 1);  // pinned
+  EXPECT_EQ(r.copies[kD2h][1].bytes, 4096);
   EXPECT_EQ(r.host_syncs, 2);  // the blocking cudaMemcpy and the stream's
   EXPECT_EQ(r.memsets.count, 1);
   EXPECT_EQ(r.memsets.bytes, 4096);
+  cudaStreamDestroy(stream);
+  cudaFreeHost(pinned);
+}
 
-  // A graph of a launch and a copy, launched twice.
+// A graph of a launch and a copy, launched twice: replays count as graph
+// nodes, not as direct launches or host syncs; the launch keeps its FLOPs.
+TEST_F(CountersTest, Graphs) {
+  DeviceBuffer<float> device(1024), device2(1024);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   ResetCounters();
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
   LaunchWithFlops(1234, device.get(), stream);
@@ -181,28 +192,24 @@ TEST_F(CountersTest, CopiesSyncsAndGraphs) {
   ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
   ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
   const CounterSnapshot after = ReadCounters();
-  r = after.runtime;
-  EXPECT_EQ(r.graph_launches, 2);
-  EXPECT_EQ(r.graph_nodes, 4);
-  EXPECT_EQ(r.kernel_launches, 0);  // only replays
-  EXPECT_EQ(r.host_syncs, 0);
-  EXPECT_EQ(r.copies[d2d][0].count, 2);
-  EXPECT_EQ(r.copies[d2d][0].bytes, 8192);
+  EXPECT_EQ(after.runtime.graph_launches, 2);
+  EXPECT_EQ(after.runtime.graph_nodes, 4);
+  EXPECT_EQ(after.runtime.kernel_launches, 0);
+  EXPECT_EQ(after.runtime.host_syncs, 0);
+  EXPECT_EQ(after.runtime.copies[kD2d][0].count, 2);
+  EXPECT_EQ(after.runtime.copies[kD2d][0].bytes, 8192);
   const KernelCounters* k = after.Kernel("FlopsKernel");
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->launches, 2);
   EXPECT_DOUBLE_EQ(k->flops, 2 * 1234.0);
-
   // A direct launch counts as one, with its own declaration.
   ResetCounters();
   LaunchWithFlops(10, device.get(), stream);
   EXPECT_EQ(ReadCounters().runtime.kernel_launches, 1);
   EXPECT_DOUBLE_EQ(Kernel("FlopsKernel").flops, 10.0);
-
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
-  cudaFreeHost(pinned);
 }
 
 TEST_F(CountersTest, NothingIsCountedWhenDisabled) {
