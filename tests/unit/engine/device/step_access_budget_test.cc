@@ -43,28 +43,35 @@ double SixteenByteShare(const MemoryCounters& c) {
                                static_cast<double>(c.requests);
 }
 
-void ExpectLoadBudgets(int32_t num_seqs) {
+// The global loads of every launch of kernels named `prefix`..., summed.
+MemoryCounters LoadsOf(const cuda_emu::CounterSnapshot& c, const char* prefix) {
+  MemoryCounters loads;
+  for (const KernelCounters& k : c.kernels) {
+    if (k.name.rfind(prefix, 0) == 0) loads.Add(k.global_loads);
+  }
+  return loads;
+}
+
+class StepAccessBudgetTest : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(StepAccessBudgetTest, DecodeAttentionAndGemvLoads) {
+  const int32_t num_seqs = GetParam();
   const cuda_emu::CounterSnapshot c = testing::CountDecodeStep(num_seqs);
   ASSERT_TRUE(cuda_emu::AccessCountingLinked());
   for (const LoadBudget& budget : kBudgets) {
     SCOPED_TRACE(budget.kernel_prefix);
-    MemoryCounters loads;
-    for (const KernelCounters& k : c.kernels) {
-      if (k.name.rfind(budget.kernel_prefix, 0) == 0) loads.Add(k.global_loads);
-    }
-    ASSERT_GT(loads.requests, 0) << "no load was counted";
+    const MemoryCounters loads = LoadsOf(c, budget.kernel_prefix);
     std::printf("decode, %d sequence(s), %s: global loads %lld requests, coalescing %.3f, "
                 "16-byte share %.3f\n",
                 num_seqs, budget.kernel_prefix, static_cast<long long>(loads.requests),
                 loads.Coalescing(), SixteenByteShare(loads));
+    ASSERT_GT(loads.requests, 0) << "no load was counted";
     EXPECT_GE(loads.Coalescing(), budget.min_coalescing);
     EXPECT_GE(SixteenByteShare(loads), budget.min_16_byte_share);
   }
 }
 
-TEST(StepAccessBudgetTest, OneSequence) { ExpectLoadBudgets(1); }
-
-TEST(StepAccessBudgetTest, EightSequences) { ExpectLoadBudgets(8); }
+INSTANTIATE_TEST_SUITE_P(Sequences, StepAccessBudgetTest, ::testing::Values(1, 8));
 
 }  // namespace
 }  // namespace tandem::device
